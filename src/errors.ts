@@ -1,0 +1,170 @@
+/**
+ * Every error leasehold throws. Catch this to handle them all; check `code`
+ * (stable across versions) rather than the message.
+ *
+ * @example
+ * ```ts
+ * try { await slots.run("openai", work); }
+ * catch (error) { if (error instanceof LeaseholdError) log.warn(error.code); throw error; }
+ * ```
+ */
+export class LeaseholdError extends Error {
+  /** A stable, machine-readable name for the failure, e.g. `"ERR_LOCK_NOT_ACQUIRED"`. */
+  readonly code: string;
+
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/**
+ * Bad input: an option, an id or a call argument that cannot work. Thrown
+ * before any slot is taken, so nothing needs cleaning up. `option` names what
+ * to change.
+ *
+ * @example
+ * ```ts
+ * semaphore({ limit: 0 }); // ValidationError: `limit` must be a positive integer, got 0. ...
+ * ```
+ */
+export class ValidationError extends LeaseholdError {
+  /** The option or argument at fault, e.g. `"limit"` or `"heartbeatMs"`. */
+  readonly option: string;
+
+  constructor(option: string, message: string) {
+    super("ERR_LEASEHOLD_VALIDATION", `leasehold: ${message}`);
+    this.option = option;
+  }
+}
+
+/**
+ * Every permit of a semaphore was taken (after any retries). `run` throws it;
+ * `acquire` resolves `null` instead.
+ *
+ * @example
+ * ```ts
+ * catch (error) {
+ *   if (error instanceof SemaphoreNotAcquiredError) return reply.status(503).send(`${error.key} is busy`);
+ * }
+ * ```
+ */
+export class SemaphoreNotAcquiredError extends LeaseholdError {
+  /** The id that was full, as passed to `run`. */
+  readonly key: string;
+  /** The limit the attempt was made against. */
+  readonly limit: number;
+  /** When a permit is next expected to free up, in ms; an upper bound taken from the nearest lease expiry. */
+  readonly retryAfterMs: number;
+
+  constructor(key: string, limit: number, retryAfterMs: number) {
+    super(
+      "ERR_SEMAPHORE_NOT_ACQUIRED",
+      `leasehold: semaphore "${key}" is full (limit ${limit}). Shed the call, or pass retries/retryDelayMs to spin for a permit.`,
+    );
+    this.key = key;
+    this.limit = limit;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/**
+ * A semaphore permit was lost while its holder still worked: renewal found it
+ * gone, or a whole lease passed without a successful renewal. The pool may
+ * have admitted one caller too many; treat it as a capacity incident.
+ *
+ * @example
+ * ```ts
+ * catch (error) {
+ *   if (error instanceof SemaphoreLeaseLostError) logger.error({ key: error.key }, "over the limit; raise leaseMs");
+ * }
+ * ```
+ */
+export class SemaphoreLeaseLostError extends LeaseholdError {
+  /** The id whose permit was lost. */
+  readonly key: string;
+  /** The limit the permit was taken under. */
+  readonly limit: number;
+
+  constructor(key: string, limit: number) {
+    super(
+      "ERR_SEMAPHORE_LEASE_LOST",
+      `leasehold: the permit on semaphore "${key}" (limit ${limit}) was lost before the work finished. If the work is slow, raise leaseMs; if the store is flaky, lower heartbeatMs.`,
+    );
+    this.key = key;
+    this.limit = limit;
+  }
+}
+
+/**
+ * The lock was held by someone else (after any retries). `run` throws it;
+ * `acquire` resolves `null` instead.
+ *
+ * @example
+ * ```ts
+ * catch (error) {
+ *   if (error instanceof LockNotAcquiredError) return new Response("Already processing", { status: 409 });
+ * }
+ * ```
+ */
+export class LockNotAcquiredError extends LeaseholdError {
+  /** The id that was held, as passed to `run`. */
+  readonly key: string;
+  /** When the lock's current lease ends at the latest, in ms. */
+  readonly retryAfterMs: number;
+
+  constructor(key: string, retryAfterMs: number) {
+    super(
+      "ERR_LOCK_NOT_ACQUIRED",
+      `leasehold: lock "${key}" is held by another caller. Back off, or pass retries/retryDelayMs to spin for it.`,
+    );
+    this.key = key;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/**
+ * The lock was lost while its holder still worked: two callers may have been
+ * inside the critical section at once. Reconcile rather than assume.
+ *
+ * @example
+ * ```ts
+ * catch (error) {
+ *   if (error instanceof LockLeaseLostError) return reconcile(error.key);
+ * }
+ * ```
+ */
+export class LockLeaseLostError extends LeaseholdError {
+  /** The id whose lock was lost. */
+  readonly key: string;
+
+  constructor(key: string) {
+    super(
+      "ERR_LOCK_LEASE_LOST",
+      `leasehold: the lock "${key}" was lost before the work finished. If the work is slow, raise ttlMs; if the store is flaky, lower heartbeatMs.`,
+    );
+    this.key = key;
+  }
+}
+
+/**
+ * The store could not be reached or answered nonsense within the bounded
+ * time (`storeTimeoutMs`). No slot is assumed held: an acquire whose outcome
+ * is unknown is released in the background. `cause` holds the underlying error.
+ *
+ * @example
+ * ```ts
+ * catch (error) {
+ *   if (error instanceof StoreUnavailableError) return reply.status(503).send("limiter unavailable");
+ * }
+ * ```
+ */
+export class StoreUnavailableError extends LeaseholdError {
+  constructor(message: string, cause?: unknown) {
+    super("ERR_STORE_UNAVAILABLE", `leasehold: ${message}`, { cause });
+  }
+}
+
+/** Both kinds of lease loss, for code that handles either. */
+export type LeaseLostError = SemaphoreLeaseLostError | LockLeaseLostError;

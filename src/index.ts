@@ -1,0 +1,25 @@
+export type { ClientInput } from "./client.js";
+export {
+  LeaseholdError,
+  type LeaseLostError,
+  LockLeaseLostError,
+  LockNotAcquiredError,
+  SemaphoreLeaseLostError,
+  SemaphoreNotAcquiredError,
+  StoreUnavailableError,
+  ValidationError,
+} from "./errors.js";
+export type { Lease, LockLease, SemaphoreLease } from "./lease.js";
+export { type Lock, type LockAcquireOptions, type LockOptions, type LockRunOptions, lock } from "./lock.js";
+export type { KeepingOptions, RetryOptions } from "./options.js";
+export {
+  type Semaphore,
+  type SemaphoreAcquireOptions,
+  type SemaphoreOptions,
+  type SemaphoreRunOptions,
+  semaphore,
+} from "./semaphore.js";
+export { memoryStore } from "./store/memory.js";
+export { type RedisClient, type RedisStore, type RedisStoreOptions, redisStore } from "./store/redis.js";
+export type { AcquireReply, Store } from "./store/types.js";
+export { MAX_ID_LENGTH } from "./validate.js";

@@ -1,0 +1,96 @@
+import type { LeaseHandle } from "./lease.js";
+
+/** How `run` keeps a lease while its body works. */
+export interface KeepOptions {
+  /** Renewal interval, or false for no renewal (loss is still detected by the deadline). */
+  heartbeatMs: number | false;
+  /** Sees each failed renewal or final release round trip; never a loss by itself. */
+  onRenewError: ((error: unknown) => void) | undefined;
+}
+
+function report(onRenewError: KeepOptions["onRenewError"], error: unknown): void {
+  if (onRenewError === undefined) return;
+  try {
+    onRenewError(error);
+  } catch {
+    // A throwing hook must not crash the process from a timer, nor end the renewal.
+  }
+}
+
+/**
+ * Runs `fn` while keeping `lease`: renews every `heartbeatMs` (never two
+ * renewals at once), and declares the lease lost when a renewal answers "not
+ * ours" or when its deadline (a full lease without a successful renewal)
+ * passes. The deadline is checked on every tick, again in the same turn the
+ * body settles (a body that blocks the event loop starves the timer), and the
+ * final release's answer is consulted. Teardown order: stop the timer, wait
+ * for a renewal in flight, release.
+ *
+ * On loss, `lease.signal` aborts with the LeaseLost error and the returned
+ * promise rejects with that same error, even when `fn` resolved.
+ */
+export async function keepLease<L extends LeaseHandle, T>(
+  lease: L,
+  fn: (lease: L) => T | PromiseLike<T>,
+  options: KeepOptions,
+): Promise<T> {
+  const { heartbeatMs, onRenewError } = options;
+  let timer: NodeJS.Timeout | undefined;
+  let renewal: Promise<void> | undefined;
+
+  const pastDeadline = (): boolean => {
+    if (performance.now() >= lease.deadline) lease.lose();
+    return lease.signal.aborted;
+  };
+  const schedule = (): void => {
+    const untilDeadline = lease.deadline - performance.now();
+    const delay = heartbeatMs === false ? untilDeadline : Math.min(heartbeatMs, untilDeadline);
+    timer = setTimeout(tick, Math.max(1, Math.ceil(delay)));
+    timer.unref();
+  };
+  const tick = (): void => {
+    timer = undefined;
+    if (pastDeadline()) return;
+    if (heartbeatMs !== false && renewal === undefined) {
+      renewal = lease
+        .extend()
+        .then(
+          () => undefined,
+          (error: unknown) => report(onRenewError, error),
+        )
+        .finally(() => {
+          renewal = undefined;
+        });
+    }
+    schedule();
+  };
+
+  schedule();
+  let settled: { ok: true; value: T } | { ok: false; error: unknown };
+  try {
+    settled = { ok: true, value: await fn(lease) };
+  } catch (error) {
+    settled = { ok: false, error };
+  }
+  // Same turn as the body's completion: a timer cannot have run if the body blocked.
+  pastDeadline();
+  clearTimeout(timer);
+  if (renewal !== undefined) await renewal;
+  try {
+    await lease.release();
+  } catch (error) {
+    // The store did not answer: the permit lapses with its lease. Not a loss.
+    report(onRenewError, error);
+  }
+
+  if (lease.signal.aborted) {
+    const lost = lease.signal.reason as Error;
+    if (!settled.ok && settled.error !== lost && lost.cause === undefined) {
+      // Keep the body's own failure reachable instead of dropping it.
+      Object.defineProperty(lost, "cause", { value: settled.error, configurable: true, writable: true });
+    }
+    throw lost;
+  }
+  if (!settled.ok) throw settled.error;
+  return settled.value;
+}

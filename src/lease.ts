@@ -1,0 +1,117 @@
+import type { LeaseLostError } from "./errors.js";
+import type { Store } from "./store/types.js";
+import { bounded, isFlag } from "./store-call.js";
+import { positiveMs } from "./validate.js";
+
+/**
+ * A held lease: what `acquire` resolves and what `run` passes to its body.
+ *
+ * @example
+ * ```ts
+ * const lease = await locks.acquire("order:42");
+ * if (lease) {
+ *   try { await charge({ signal: lease.signal }); }
+ *   finally { await lease.release(); }
+ * }
+ * ```
+ */
+export interface Lease {
+  /** The id the lease was taken on, as passed to `acquire` or `run`. */
+  readonly key: string;
+  /** This holder's token: 128 random bits, base64url. Only it can extend or release the lease. */
+  readonly token: string;
+  /**
+   * Aborts, with the LeaseLost error as its `reason`, the moment the lease is
+   * known to be gone. Pass it to the work the lease protects.
+   */
+  readonly signal: AbortSignal;
+  /**
+   * Pushes the expiry to now + `ms` (default: the lease's own length).
+   * Resolves true while the lease is ours; false once it is gone, which also
+   * aborts `signal`. Rejects with `StoreUnavailableError` if the store cannot
+   * answer (the lease may still be ours).
+   */
+  extend(ms?: number): Promise<boolean>;
+  /**
+   * Gives the lease back. Resolves true only if it was still ours, false if
+   * it had lapsed or was already released (nothing extra is freed).
+   */
+  release(): Promise<boolean>;
+}
+
+/** A lease on semaphore permits. */
+export interface SemaphoreLease extends Lease {
+  /** The limit the permits were taken under. */
+  readonly limit: number;
+  /** How many permits this lease holds. */
+  readonly weight: number;
+}
+
+/** A lease on a lock. */
+export type LockLease = Lease;
+
+/** What a handle needs from its primitive: the store calls and the error that names a loss. */
+export interface LeaseBackend {
+  readonly store: Store;
+  extend(token: string, ms: number): Promise<boolean>;
+  release(token: string): Promise<boolean>;
+  lost(): LeaseLostError;
+}
+
+/**
+ * The one lease implementation behind semaphores and locks. `deadline` is on
+ * the process's monotonic clock: the send time of the last successful
+ * acquire or extend plus its length, which is never later than the expiry
+ * the store computed on its own clock.
+ */
+export class LeaseHandle implements Lease {
+  readonly signal: AbortSignal;
+  /** Monotonic time after which the lease has certainly lapsed unless extended. */
+  deadline: number;
+  readonly #controller = new AbortController();
+  readonly #backend: LeaseBackend;
+  #released = false;
+
+  constructor(
+    readonly key: string,
+    readonly token: string,
+    readonly leaseMs: number,
+    sentAt: number,
+    backend: LeaseBackend,
+  ) {
+    this.signal = this.#controller.signal;
+    this.deadline = sentAt + leaseMs;
+    this.#backend = backend;
+  }
+
+  async extend(ms: number = this.leaseMs): Promise<boolean> {
+    positiveMs("ms", ms, "Pass the new lease length to extend(ms), or nothing to reuse the lease's own.");
+    if (this.#released || this.signal.aborted) return false;
+    const sentAt = performance.now();
+    const store = this.#backend.store;
+    const ours = await bounded(store, "extend", this.#backend.extend(this.token, ms), isFlag);
+    if (ours) this.deadline = sentAt + ms;
+    else this.lose();
+    return ours;
+  }
+
+  async release(): Promise<boolean> {
+    if (this.#released) return false;
+    this.#released = true;
+    let ours: boolean;
+    try {
+      ours = await bounded(this.#backend.store, "release", this.#backend.release(this.token), isFlag);
+    } catch (error) {
+      // The store did not answer: the lease may still be held, so a retry must be possible.
+      this.#released = false;
+      throw error;
+    }
+    if (!ours) this.lose();
+    return ours;
+  }
+
+  /** Declares the lease gone: aborts `signal` with the LeaseLost error, once. */
+  lose(): void {
+    if (!this.signal.aborted) this.#controller.abort(this.#backend.lost());
+  }
+}

@@ -1,0 +1,141 @@
+import { acquireLease, storeKey } from "./acquire.js";
+import type { ClientInput } from "./client.js";
+import { LockLeaseLostError, LockNotAcquiredError, ValidationError } from "./errors.js";
+import { keepLease } from "./keeper.js";
+import { LeaseHandle, type LockLease } from "./lease.js";
+import {
+  type CallSettings,
+  type Defaults,
+  factoryOptions,
+  type KeepingOptions,
+  type RetryOptions,
+  resolveCall,
+  resolveDefaults,
+} from "./options.js";
+import { id as checkId, knownOptions, optionsObject } from "./validate.js";
+
+/** Options of `acquire` on a lock. */
+export interface LockAcquireOptions extends RetryOptions {
+  /**
+   * How long the lock is held without an extend, in ms.
+   * @default the lock's ttlMs (30000)
+   */
+  ttlMs?: number;
+}
+
+/** Options of `run` on a lock. */
+export interface LockRunOptions extends LockAcquireOptions, KeepingOptions {}
+
+/** Options of {@link lock}. Every `acquire`/`run` option may be given here as a default. */
+export interface LockOptions extends RetryOptions, KeepingOptions {
+  /**
+   * Where leases live: an ioredis `Redis` or `Cluster`, a promise of one, a
+   * factory, or a store. Omitted: the process-wide embedded memory store.
+   */
+  client?: ClientInput;
+  /**
+   * Key namespace; the store key of an id is `{<prefix>:<id>}`.
+   * @default "lock"
+   */
+  prefix?: string;
+  /**
+   * Lock lifetime without renewal, in ms: the crash backstop, and with `run` the renewal window.
+   * @default 30000
+   */
+  ttlMs?: number;
+}
+
+/** A distributed mutual-exclusion lock; see {@link lock}. */
+export interface Lock {
+  /**
+   * Takes the lock on `id`, or resolves `null` when someone else holds it
+   * (after any retries). Not renewed in the background: call `extend()` if
+   * the work can outlive `ttlMs`, and always `release()`.
+   */
+  acquire(id: string, options?: LockAcquireOptions): Promise<LockLease | null>;
+  /**
+   * Runs `fn` holding the lock on `id`, renewing it while `fn` runs and
+   * releasing it after. Rejects with `LockNotAcquiredError` when held
+   * elsewhere, and with `LockLeaseLostError` when the lock was lost while
+   * `fn` ran, even if `fn` resolved.
+   */
+  run<T>(id: string, fn: (lease: LockLease) => T | PromiseLike<T>, options?: LockRunOptions): Promise<T>;
+}
+
+const FACTORY_OPTIONS = ["client", "prefix", "ttlMs", "retries", "retryDelayMs", "heartbeatMs", "onRenewError"] as const;
+const ACQUIRE_OPTIONS = ["ttlMs", "retries", "retryDelayMs"] as const;
+const RUN_OPTIONS = [...ACQUIRE_OPTIONS, "heartbeatMs", "onRenewError"] as const;
+
+class DistributedLock implements Lock {
+  readonly #defaults: Defaults;
+
+  constructor(options: Record<string, unknown>) {
+    this.#defaults = resolveDefaults(options, "lock", "ttlMs", 30_000);
+  }
+
+  async acquire(id: string, options?: LockAcquireOptions): Promise<LockLease | null> {
+    const settings = this.#prepare(id, options, false);
+    return (await this.#take(id, settings)).lease;
+  }
+
+  async run<T>(id: string, fn: (lease: LockLease) => T | PromiseLike<T>, options?: LockRunOptions): Promise<T> {
+    if (typeof fn !== "function") {
+      throw new ValidationError("fn", "run(id, fn) needs a function to run while the lock is held.");
+    }
+    const settings = this.#prepare(id, options, true);
+    const { lease, retryAfterMs } = await this.#take(id, settings);
+    if (lease === null) throw new LockNotAcquiredError(id, retryAfterMs);
+    return keepLease(lease, fn, settings);
+  }
+
+  #prepare(id: string, options: LockRunOptions | undefined, keeping: boolean): CallSettings {
+    checkId(id);
+    const given = optionsObject(options, keeping ? "run" : "acquire");
+    knownOptions(given, keeping ? RUN_OPTIONS : ACQUIRE_OPTIONS, `lock ${keeping ? "run" : "acquire"}`);
+    return resolveCall(this.#defaults, given, keeping);
+  }
+
+  async #take(id: string, settings: CallSettings): Promise<{ lease: LeaseHandle | null; retryAfterMs: number }> {
+    const key = storeKey(this.#defaults.prefix, id);
+    const outcome = await acquireLease(
+      this.#defaults.source,
+      settings.retries,
+      settings.retryDelayMs,
+      (store, token) => store.lockAcquire(key, token, settings.leaseMs),
+      (store, token) => store.lockRelease(key, token),
+    );
+    if (!outcome.acquired) return { lease: null, retryAfterMs: outcome.retryAfterMs };
+    const { store, token, sentAt } = outcome;
+    const lease = new LeaseHandle(id, token, settings.leaseMs, sentAt, {
+      store,
+      extend: (t, ms) => store.lockExtend(key, t, ms),
+      release: (t) => store.lockRelease(key, t),
+      lost: () => new LockLeaseLostError(id),
+    });
+    return { lease, retryAfterMs: 0 };
+  }
+}
+
+/**
+ * A distributed lock whose holder keeps a renewable lease: one caller per id
+ * at a time, across every process that shares the store. Taken with
+ * `SET key token NX PX ttl`; extend and release check the token, so an
+ * expired holder never deletes its successor's lock.
+ *
+ * Two call forms: `lock(client, options)` and `lock({ client, ...options })`.
+ * Without a client it runs on the embedded memory store (one process).
+ *
+ * @example
+ * ```ts
+ * import Redis from "ioredis";
+ * import { lock } from "leasehold";
+ *
+ * const locks = lock(new Redis(process.env.REDIS_URL), { ttlMs: 10_000 });
+ * await locks.run("order:42", (lease) => charge(order, { signal: lease.signal }));
+ * ```
+ */
+export function lock(options?: LockOptions): Lock;
+export function lock(client: ClientInput, options?: Omit<LockOptions, "client">): Lock;
+export function lock(...args: unknown[]): Lock {
+  return new DistributedLock(factoryOptions(args, "lock", FACTORY_OPTIONS));
+}

@@ -1,0 +1,166 @@
+import { type StoreSource, storeSource } from "./client.js";
+import { ValidationError } from "./errors.js";
+import { prefix as checkPrefix, integerAtLeast, knownOptions, optionalFunction, optionsObject, positiveMs } from "./validate.js";
+
+/** Options shared by `acquire` and `run` of both primitives. */
+export interface RetryOptions {
+  /**
+   * Further attempts when no permit is free. 0 fails fast.
+   * @default 0
+   */
+  retries?: number;
+  /**
+   * Delay between attempts, in ms.
+   * @default 100
+   */
+  retryDelayMs?: number;
+}
+
+/** Options of `run` only: how the lease is kept while the body works. */
+export interface KeepingOptions {
+  /**
+   * Renewal interval while the body runs, in ms. Must be at most half the
+   * lease when given. `false` turns renewal off (a body that outlives its
+   * lease is still reported lost).
+   * @default max(1, floor(lease / 4))
+   */
+  heartbeatMs?: number | false;
+  /**
+   * Sees each failed renewal (or final release) round trip. A failed round
+   * trip is not a loss: the next tick retries. Without it they are swallowed.
+   */
+  onRenewError?: (error: unknown) => void;
+}
+
+/** The lease length option: `leaseMs` for a semaphore, `ttlMs` for a lock. */
+export type LeaseOption = "leaseMs" | "ttlMs";
+
+/** Resolved per-call settings. */
+export interface CallSettings {
+  leaseMs: number;
+  retries: number;
+  retryDelayMs: number;
+  heartbeatMs: number | false;
+  heartbeatExplicit: boolean;
+  onRenewError: ((error: unknown) => void) | undefined;
+}
+
+/** Factory-level configuration, validated once. */
+export interface Defaults extends CallSettings {
+  source: StoreSource;
+  prefix: string;
+  kind: "semaphore" | "lock";
+  leaseOption: LeaseOption;
+}
+
+const leaseFix = (leaseOption: LeaseOption): string =>
+  `Pass how long a holder may keep its ${leaseOption === "leaseMs" ? "permit" : "lock"} without renewing, e.g. ${leaseOption}: 30000.`;
+
+function heartbeat(value: unknown, leaseMs: number, kind: string, leaseOption: LeaseOption): number | false {
+  if (value === false) return false;
+  const ms = positiveMs(
+    "heartbeatMs",
+    value,
+    "Pass the renewal interval, false to turn renewal off, or nothing for a quarter of the lease.",
+  );
+  if (ms * 2 > leaseMs) {
+    throw new ValidationError(
+      "heartbeatMs",
+      `${kind} heartbeatMs must be at most half of ${leaseOption} (${leaseMs}), got ${ms}: the first renewal could come after the lease lapsed. Lower heartbeatMs to ${Math.floor(leaseMs / 2)} or less, or raise ${leaseOption}.`,
+    );
+  }
+  return ms;
+}
+
+const defaultHeartbeat = (leaseMs: number): number => Math.max(1, Math.floor(leaseMs / 4));
+
+/** Validates the factory options common to both primitives. */
+export function resolveDefaults(
+  options: Record<string, unknown>,
+  kind: "semaphore" | "lock",
+  leaseOption: LeaseOption,
+  defaultLeaseMs: number,
+): Defaults {
+  const leaseMs =
+    options[leaseOption] === undefined ? defaultLeaseMs : positiveMs(leaseOption, options[leaseOption], leaseFix(leaseOption));
+  const heartbeatExplicit = options.heartbeatMs !== undefined;
+  return {
+    kind,
+    leaseOption,
+    source: storeSource(options.client),
+    prefix: options.prefix === undefined ? kind : checkPrefix(options.prefix),
+    leaseMs,
+    retries:
+      options.retries === undefined
+        ? 0
+        : integerAtLeast("retries", options.retries, 0, "Pass how many more attempts to make when full; 0 fails fast."),
+    retryDelayMs:
+      options.retryDelayMs === undefined
+        ? 100
+        : integerAtLeast("retryDelayMs", options.retryDelayMs, 0, "Pass the pause between attempts in ms."),
+    heartbeatMs: heartbeatExplicit ? heartbeat(options.heartbeatMs, leaseMs, kind, leaseOption) : defaultHeartbeat(leaseMs),
+    heartbeatExplicit,
+    onRenewError: optionalFunction("onRenewError", options.onRenewError),
+  };
+}
+
+/**
+ * Merges one call's options over the factory's, validating only what the
+ * call passes. An explicit heartbeat (from either) is checked against the
+ * effective lease, before any slot is taken.
+ */
+export function resolveCall(defaults: Defaults, options: Record<string, unknown>, keeping: boolean): CallSettings {
+  const { leaseOption, kind } = defaults;
+  const lease = options[leaseOption];
+  const leaseMs = lease === undefined ? defaults.leaseMs : positiveMs(leaseOption, lease, leaseFix(leaseOption));
+  let heartbeatMs = defaults.heartbeatMs;
+  let heartbeatExplicit = defaults.heartbeatExplicit;
+  if (keeping && options.heartbeatMs !== undefined) {
+    heartbeatExplicit = true;
+    heartbeatMs = heartbeat(options.heartbeatMs, leaseMs, kind, leaseOption);
+  } else if (heartbeatExplicit && lease !== undefined) {
+    heartbeatMs = heartbeat(heartbeatMs, leaseMs, kind, leaseOption);
+  } else if (!heartbeatExplicit) {
+    heartbeatMs = defaultHeartbeat(leaseMs);
+  }
+  return {
+    leaseMs,
+    retries:
+      options.retries === undefined
+        ? defaults.retries
+        : integerAtLeast("retries", options.retries, 0, "Pass how many more attempts to make when full; 0 fails fast."),
+    retryDelayMs:
+      options.retryDelayMs === undefined
+        ? defaults.retryDelayMs
+        : integerAtLeast("retryDelayMs", options.retryDelayMs, 0, "Pass the pause between attempts in ms."),
+    heartbeatMs,
+    heartbeatExplicit,
+    onRenewError:
+      keeping && options.onRenewError !== undefined
+        ? optionalFunction("onRenewError", options.onRenewError)
+        : defaults.onRenewError,
+  };
+}
+
+/**
+ * Splits the two call forms, `factory(client, options)` and
+ * `factory({ client, ...options })`, into one options object.
+ */
+export function factoryOptions(args: readonly unknown[], where: string, known: readonly string[]): Record<string, unknown> {
+  let options: Record<string, unknown>;
+  if (args.length >= 2) {
+    const rest = optionsObject(args[1], where);
+    if (rest.client !== undefined) {
+      throw new ValidationError("client", `${where} got a client twice: as its first argument and as options.client. Pass one.`);
+    }
+    options = { ...rest, client: args[0] };
+  } else {
+    const first = args[0];
+    const isClient =
+      typeof first === "function" ||
+      (typeof first === "object" && first !== null && ("evalsha" in first || "then" in first || "lockAcquire" in first));
+    options = isClient ? { client: first } : optionsObject(first, where);
+  }
+  knownOptions(options, known, where);
+  return options;
+}

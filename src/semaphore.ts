@@ -1,0 +1,241 @@
+import { acquireLease, storeKey } from "./acquire.js";
+import type { ClientInput } from "./client.js";
+import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError, ValidationError } from "./errors.js";
+import { keepLease } from "./keeper.js";
+import { LeaseHandle, type SemaphoreLease } from "./lease.js";
+import {
+  type CallSettings,
+  type Defaults,
+  factoryOptions,
+  type KeepingOptions,
+  type RetryOptions,
+  resolveCall,
+  resolveDefaults,
+} from "./options.js";
+import { bounded, isCount } from "./store-call.js";
+import { id as checkId, integerAtLeast, knownOptions, optionsObject } from "./validate.js";
+
+/** Options of `acquire` on a semaphore. */
+export interface SemaphoreAcquireOptions extends RetryOptions {
+  /**
+   * How long the permit is held without an extend, in ms.
+   * @default the semaphore's leaseMs (60000)
+   */
+  leaseMs?: number;
+  /**
+   * How many permits to take at once, atomically. At most the limit.
+   * @default 1
+   */
+  weight?: number;
+  /**
+   * The limit for this call, overriding the semaphore's. Lowering a limit
+   * never revokes permits already held; it only stops new ones.
+   */
+  limit?: number;
+}
+
+/** Options of `run` on a semaphore. */
+export interface SemaphoreRunOptions extends SemaphoreAcquireOptions, KeepingOptions {}
+
+/** Options of {@link semaphore}. Every `acquire`/`run` option may be given here as a default. */
+export interface SemaphoreOptions extends RetryOptions, KeepingOptions {
+  /**
+   * Where leases live: an ioredis `Redis` or `Cluster`, a promise of one, a
+   * factory, or a store. Omitted: the process-wide embedded memory store.
+   */
+  client?: ClientInput;
+  /** How many permits exist per id: a positive integer, or a function of the id for per-id limits. */
+  limit: number | ((id: string) => number);
+  /**
+   * Key namespace; the store key of an id is `{<prefix>:<id>}`.
+   * @default "semaphore"
+   */
+  prefix?: string;
+  /**
+   * How long a permit is held without renewal, in ms. With `run` it is also the renewal window.
+   * @default 60000
+   */
+  leaseMs?: number;
+}
+
+/** A distributed counting semaphore; see {@link semaphore}. */
+export interface Semaphore {
+  /**
+   * Takes permits on `id`, or resolves `null` when they are all taken (after
+   * any retries). The lease is not renewed in the background: call
+   * `extend()` if the work can outlive it, and always `release()`.
+   */
+  acquire(id: string, options?: SemaphoreAcquireOptions): Promise<SemaphoreLease | null>;
+  /**
+   * Runs `fn` holding permits on `id`, renewing the lease while it runs and
+   * releasing it after. Rejects with `SemaphoreNotAcquiredError` when full,
+   * and with `SemaphoreLeaseLostError` when the permit was lost while `fn`
+   * ran, even if `fn` resolved.
+   */
+  run<T>(id: string, fn: (lease: SemaphoreLease) => T | PromiseLike<T>, options?: SemaphoreRunOptions): Promise<T>;
+  /** Live holders of `id` (not permits: a weight-3 holder counts once). Lapsed leases are not counted. */
+  count(id: string): Promise<number>;
+}
+
+const FACTORY_OPTIONS = [
+  "client",
+  "limit",
+  "prefix",
+  "leaseMs",
+  "retries",
+  "retryDelayMs",
+  "heartbeatMs",
+  "onRenewError",
+] as const;
+const ACQUIRE_OPTIONS = ["leaseMs", "retries", "retryDelayMs", "weight", "limit"] as const;
+const RUN_OPTIONS = [...ACQUIRE_OPTIONS, "heartbeatMs", "onRenewError"] as const;
+
+const limitFix = "Pass how many holders are allowed at once, e.g. limit: 20.";
+
+function checkLimit(value: unknown): number {
+  return integerAtLeast("limit", value, 1, limitFix);
+}
+
+/** One validated call: everything needed to take the permits, computed before any slot is. */
+interface PreparedCall {
+  id: string;
+  key: string;
+  settings: CallSettings;
+  limit: number;
+  weight: number;
+  /** Filled in when the attempt is refused. */
+  retryAfterMs: number;
+}
+
+class SemaphoreLeaseHandle extends LeaseHandle implements SemaphoreLease {
+  constructor(
+    id: string,
+    token: string,
+    leaseMs: number,
+    sentAt: number,
+    backend: ConstructorParameters<typeof LeaseHandle>[4],
+    readonly limit: number,
+    readonly weight: number,
+  ) {
+    super(id, token, leaseMs, sentAt, backend);
+  }
+}
+
+class DistributedSemaphore implements Semaphore {
+  readonly #defaults: Defaults;
+  readonly #limit: number | ((id: string) => number);
+
+  constructor(options: Record<string, unknown>) {
+    if (options.limit === undefined) {
+      throw new ValidationError("limit", `\`limit\` is required. ${limitFix}`);
+    }
+    this.#limit = typeof options.limit === "function" ? (options.limit as (id: string) => number) : checkLimit(options.limit);
+    this.#defaults = resolveDefaults(options, "semaphore", "leaseMs", 60_000);
+  }
+
+  async acquire(id: string, options?: SemaphoreAcquireOptions): Promise<SemaphoreLease | null> {
+    const call = this.#prepare(id, options, false);
+    return this.#take(call);
+  }
+
+  async run<T>(id: string, fn: (lease: SemaphoreLease) => T | PromiseLike<T>, options?: SemaphoreRunOptions): Promise<T> {
+    if (typeof fn !== "function") {
+      throw new ValidationError("fn", "run(id, fn) needs a function to run while the permit is held.");
+    }
+    const call = this.#prepare(id, options, true);
+    const lease = await this.#take(call);
+    if (lease === null) throw new SemaphoreNotAcquiredError(call.id, call.limit, call.retryAfterMs);
+    return keepLease(lease, fn, call.settings);
+  }
+
+  async count(id: string): Promise<number> {
+    const key = storeKey(this.#defaults.prefix, checkId(id));
+    const store = await this.#defaults.source.get();
+    return bounded(store, "count", store.semaphoreCount(key), isCount);
+  }
+
+  /** Validates everything about a call before any slot is taken. */
+  #prepare(id: string, options: SemaphoreRunOptions | undefined, keeping: boolean): PreparedCall {
+    checkId(id);
+    const given = optionsObject(options, keeping ? "run" : "acquire");
+    knownOptions(given, keeping ? RUN_OPTIONS : ACQUIRE_OPTIONS, `semaphore ${keeping ? "run" : "acquire"}`);
+    const settings: CallSettings = resolveCall(this.#defaults, given, keeping);
+    const limit = given.limit !== undefined ? checkLimit(given.limit) : this.#limitFor(id);
+    const weight =
+      given.weight === undefined ? 1 : integerAtLeast("weight", given.weight, 1, "Pass how many permits one call takes.");
+    if (weight > limit) {
+      throw new ValidationError(
+        "weight",
+        `\`weight\` ${weight} is above the limit ${limit} of "${id}": such a call could never be admitted. Lower the weight or raise the limit.`,
+      );
+    }
+    return { id, key: storeKey(this.#defaults.prefix, id), settings, limit, weight, retryAfterMs: 0 };
+  }
+
+  #limitFor(id: string): number {
+    if (typeof this.#limit === "number") return this.#limit;
+    let value: unknown;
+    try {
+      value = this.#limit(id);
+    } catch (error) {
+      throw new ValidationError(
+        "limit",
+        `the limit function threw for "${id}": ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+    return checkLimit(value);
+  }
+
+  async #take(call: PreparedCall): Promise<SemaphoreLeaseHandle | null> {
+    const { id, key, settings, limit, weight } = call;
+    const outcome = await acquireLease(
+      this.#defaults.source,
+      settings.retries,
+      settings.retryDelayMs,
+      (store, token) => store.semaphoreAcquire(key, token, limit, weight, settings.leaseMs),
+      (store, token) => store.semaphoreRelease(key, token),
+    );
+    if (!outcome.acquired) {
+      call.retryAfterMs = outcome.retryAfterMs;
+      return null;
+    }
+    const { store, token, sentAt } = outcome;
+    return new SemaphoreLeaseHandle(
+      id,
+      token,
+      settings.leaseMs,
+      sentAt,
+      {
+        store,
+        extend: (t, ms) => store.semaphoreExtend(key, t, ms),
+        release: (t) => store.semaphoreRelease(key, t),
+        lost: () => new SemaphoreLeaseLostError(id, limit),
+      },
+      limit,
+      weight,
+    );
+  }
+}
+
+/**
+ * A counting semaphore whose holders keep renewable leases: at most `limit`
+ * permits per id are held at once, across every process that shares the
+ * store. Acquisition fails fast unless `retries` are given.
+ *
+ * Two call forms: `semaphore(client, options)` and `semaphore({ client, ...options })`.
+ * Without a client it runs on the embedded memory store (one process).
+ *
+ * @example
+ * ```ts
+ * import Redis from "ioredis";
+ * import { semaphore } from "leasehold";
+ *
+ * const slots = semaphore(new Redis(process.env.REDIS_URL), { limit: 20, leaseMs: 60_000 });
+ * const text = await slots.run("openai", (lease) => callModel({ signal: lease.signal }));
+ * ```
+ */
+export function semaphore(options: SemaphoreOptions): Semaphore;
+export function semaphore(client: ClientInput, options: Omit<SemaphoreOptions, "client">): Semaphore;
+export function semaphore(...args: unknown[]): Semaphore {
+  return new DistributedSemaphore(factoryOptions(args, "semaphore", FACTORY_OPTIONS));
+}

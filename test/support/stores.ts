@@ -1,0 +1,85 @@
+import type { Redis } from "ioredis";
+import { memoryStore, redisStore, type Store } from "../../src/index.js";
+import { newRedis } from "./redis.js";
+
+/** One store the conformance suite runs against. */
+export interface StoreUnderTest {
+  name: "memory" | "redis";
+  /** A store for one test (memory: fresh; Redis: one client per file, keys isolated by prefix). */
+  make(): Store;
+  /** The Redis client behind the store, for Redis-side assertions. */
+  redis?: () => Redis;
+}
+
+let client: Redis | undefined;
+const shared = (): Redis => {
+  client ??= newRedis();
+  return client;
+};
+
+/** Both stores: every conformance test runs once against each. */
+export const storesUnderTest: StoreUnderTest[] = [
+  { name: "memory", make: () => memoryStore() },
+  { name: "redis", make: () => redisStore(shared()), redis: shared },
+];
+
+type Method = Exclude<keyof Store, "kind">;
+
+/** What a spy store does instead of the real call, for one call number of one method. */
+export type Fault = "throw" | "hang" | undefined;
+
+/**
+ * Wraps a real store: counts calls per method and can fail chosen calls
+ * (`faults.extend = (n) => n === 1 ? "throw" : undefined`). Not a mock: every
+ * call that is not faulted reaches the real store.
+ */
+export function spyStore(inner: Store, faults: Partial<Record<Method, (n: number) => Fault>> = {}, timeoutMs = 500) {
+  const calls: Record<Method, number> = {
+    semaphoreAcquire: 0,
+    semaphoreExtend: 0,
+    semaphoreRelease: 0,
+    semaphoreCount: 0,
+    lockAcquire: 0,
+    lockExtend: 0,
+    lockRelease: 0,
+  };
+  const wrap =
+    <M extends Method>(method: M) =>
+    async (...args: Parameters<Store[M]>): Promise<unknown> => {
+      calls[method] += 1;
+      const fault = faults[method]?.(calls[method]);
+      if (fault === "throw") throw new Error(`injected failure of ${method} #${calls[method]}`);
+      if (fault === "hang") return new Promise(() => {});
+      return (inner[method] as (...a: unknown[]) => Promise<unknown>)(...args);
+    };
+  const store = {
+    kind: `spy(${inner.kind})`,
+    timeoutMs,
+    semaphoreAcquire: wrap("semaphoreAcquire"),
+    semaphoreExtend: wrap("semaphoreExtend"),
+    semaphoreRelease: wrap("semaphoreRelease"),
+    semaphoreCount: wrap("semaphoreCount"),
+    lockAcquire: wrap("lockAcquire"),
+    lockExtend: wrap("lockExtend"),
+    lockRelease: wrap("lockRelease"),
+  };
+  return { store: store as Store, calls };
+}
+
+/** A promise and the functions that settle it, for gating a body from the test. */
+export function gate<T = void>() {
+  let open!: (value: T) => void;
+  const opened = new Promise<T>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
+
+/** Polls `check` until it is true, failing after `withinMs` (a generous bound, not a figure under test). */
+export async function eventually(check: () => boolean | Promise<boolean>, withinMs = 10_000, everyMs = 10): Promise<void> {
+  const started = performance.now();
+  while (!(await check())) {
+    if (performance.now() - started > withinMs) throw new Error(`condition not met within ${withinMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
