@@ -1,0 +1,237 @@
+import { describe, expect, it } from "vitest";
+import { LockLeaseLostError, lock, SemaphoreLeaseLostError, semaphore, ValidationError } from "../../src/index.js";
+import { uniquePrefix } from "../support/redis.js";
+import { eventually, gate, spyStore, storesUnderTest } from "../support/stores.js";
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Blocks the event loop: no timer can run meanwhile. */
+function blockFor(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // spin
+  }
+}
+
+describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) => {
+  it("renews every heartbeatMs while the body runs, so a slow body keeps its slot", async () => {
+    const { store, calls } = spyStore(make());
+    const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix() });
+    const result = await slots.run(
+      "k",
+      async (lease) => {
+        await pause(700);
+        expect(lease.signal.aborted).toBe(false);
+        return "kept";
+      },
+      { leaseMs: 300, heartbeatMs: 60 },
+    );
+    expect(result).toBe("kept");
+    // 700 ms at one renewal per 60 ms: several renewals, and the 300 ms lease never lapsed.
+    expect(calls.semaphoreExtend).toBeGreaterThanOrEqual(3);
+    expect(calls.semaphoreRelease).toBe(1);
+  });
+
+  it("defaults the heartbeat to a quarter of the lease", async () => {
+    const { store, calls } = spyStore(make());
+    const locks = lock({ client: store, prefix: uniquePrefix(), ttlMs: 2_000 });
+    const started = performance.now();
+    await locks.run("k", () => eventually(() => calls.lockExtend >= 2, 10_000, 5));
+    const elapsed = performance.now() - started;
+    // Timers never fire early: two renewals took at least two 500 ms heartbeats,
+    // and a half-lease heartbeat (1000 ms) could not have made them before 2000 ms.
+    expect(elapsed).toBeGreaterThanOrEqual(1_000);
+    expect(elapsed).toBeLessThan(2_000);
+  });
+
+  it("a body that ends before the first tick makes no renewal round trip", async () => {
+    const { store, calls } = spyStore(make());
+    const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix() });
+    await slots.run("k", async () => "quick");
+    const locks = lock({ client: store, prefix: uniquePrefix() });
+    await locks.run("k", () => "quick");
+    expect(calls.semaphoreExtend).toBe(0);
+    expect(calls.lockExtend).toBe(0);
+    expect(calls.semaphoreRelease).toBe(1);
+    expect(calls.lockRelease).toBe(1);
+  });
+
+  it("an explicit heartbeat above half the lease throws ValidationError before a slot is taken", async () => {
+    const { store, calls } = spyStore(make());
+    const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix() });
+    await expect(slots.run("k", async () => 1, { leaseMs: 1_000, heartbeatMs: 2_000 })).rejects.toThrow(
+      /semaphore heartbeatMs must be at most half of leaseMs \(1000\)/,
+    );
+    await expect(slots.run("k", async () => 1, { leaseMs: 1_000, heartbeatMs: 501 })).rejects.toBeInstanceOf(ValidationError);
+    const locks = lock({ client: store, prefix: uniquePrefix() });
+    await expect(locks.run("k", async () => 1, { ttlMs: 1_000, heartbeatMs: 2_000 })).rejects.toThrow(
+      /lock heartbeatMs must be at most half of ttlMs \(1000\)/,
+    );
+    expect(() => lock({ client: store, ttlMs: 1_000, heartbeatMs: 600 })).toThrow(ValidationError);
+    // Exactly half is allowed.
+    await expect(slots.run("k", async () => 1, { leaseMs: 1_000, heartbeatMs: 500 })).resolves.toBe(1);
+    expect(calls.semaphoreAcquire).toBe(1);
+    expect(calls.lockAcquire).toBe(0);
+  });
+
+  it("heartbeatMs: false turns renewal off but not loss detection", async () => {
+    const { store, calls } = spyStore(make());
+    const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix() });
+    let signalReason: unknown;
+    const outcome = slots.run(
+      "k",
+      async (lease) => {
+        await new Promise((resolve) => lease.signal.addEventListener("abort", resolve, { once: true }));
+        signalReason = lease.signal.reason;
+        return "finished anyway";
+      },
+      { leaseMs: 200, heartbeatMs: false },
+    );
+    await expect(outcome).rejects.toBeInstanceOf(SemaphoreLeaseLostError);
+    expect(signalReason).toBeInstanceOf(SemaphoreLeaseLostError);
+    expect(calls.semaphoreExtend).toBe(0);
+  });
+
+  it("an extend answering 'not ours' aborts the signal with the LeaseLost error, and run rejects although fn resolved", async () => {
+    const base = make();
+    const prefix = uniquePrefix();
+    const slots = semaphore({ client: base, limit: 2, prefix });
+    const seen = gate<unknown>();
+    const outcome = slots.run(
+      "k",
+      async (lease) => {
+        // Someone (an operator, an eviction) removes our entry.
+        await base.semaphoreRelease(`{${prefix}:k}`, lease.token);
+        lease.signal.addEventListener("abort", () => seen.open(lease.signal.reason), { once: true });
+        await seen.opened;
+        return "resolved";
+      },
+      { leaseMs: 1_000, heartbeatMs: 30 },
+    );
+    const error = await outcome.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SemaphoreLeaseLostError);
+    expect(error).toMatchObject({ key: "k", limit: 2, code: "ERR_SEMAPHORE_LEASE_LOST" });
+    expect(await seen.opened).toBe(error);
+  });
+
+  it("if fn rejects with the abort reason itself, that error propagates unchanged", async () => {
+    const base = make();
+    const prefix = uniquePrefix();
+    const locks = lock({ client: base, prefix });
+    let reason: unknown;
+    const error = await locks
+      .run(
+        "k",
+        async (lease) => {
+          await base.lockRelease(`{${prefix}:k}`, lease.token);
+          await new Promise((_, reject) =>
+            lease.signal.addEventListener(
+              "abort",
+              () => {
+                reason = lease.signal.reason;
+                reject(lease.signal.reason);
+              },
+              { once: true },
+            ),
+          );
+        },
+        { ttlMs: 1_000, heartbeatMs: 30 },
+      )
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockLeaseLostError);
+    expect(error).toBe(reason);
+  });
+
+  it("a body that blocks the event loop past its lease is reported lost, not successful", async () => {
+    const { store } = spyStore(make());
+    const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix() });
+    await expect(
+      slots.run(
+        "k",
+        async () => {
+          blockFor(400);
+          return "looked fine";
+        },
+        { leaseMs: 200 },
+      ),
+    ).rejects.toBeInstanceOf(SemaphoreLeaseLostError);
+    const locks = lock({ client: store, prefix: uniquePrefix() });
+    await expect(locks.run("k", () => blockFor(400), { ttlMs: 200 })).rejects.toBeInstanceOf(LockLeaseLostError);
+  });
+
+  it("one failed renewal is not a loss: the next tick retries, and onRenewError sees each failure", async () => {
+    const { store, calls } = spyStore(make(), { semaphoreExtend: (n) => (n <= 2 ? "throw" : undefined) });
+    const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix() });
+    const failures: unknown[] = [];
+    const result = await slots.run(
+      "k",
+      async (lease) => {
+        await eventually(() => calls.semaphoreExtend >= 4);
+        expect(lease.signal.aborted).toBe(false);
+        return "survived";
+      },
+      { leaseMs: 600, heartbeatMs: 40, onRenewError: (error) => failures.push(error) },
+    );
+    expect(result).toBe("survived");
+    expect(failures).toHaveLength(2);
+    expect(failures[0]).toMatchObject({ name: "StoreUnavailableError" });
+  });
+
+  it("a hook that throws never escapes from the timer", async () => {
+    const { store } = spyStore(make(), { lockExtend: () => "throw" });
+    const locks = lock({ client: store, prefix: uniquePrefix() });
+    let calls = 0;
+    await expect(
+      locks.run("k", () => pause(900), {
+        ttlMs: 400,
+        heartbeatMs: 50,
+        onRenewError: () => {
+          calls++;
+          throw new Error("hook bug");
+        },
+      }),
+    ).rejects.toBeInstanceOf(LockLeaseLostError);
+    expect(calls).toBeGreaterThanOrEqual(2);
+  });
+
+  it("a full lease without a successful renewal is a loss, even when no renewal says 'not ours'", async () => {
+    const { store } = spyStore(make(), { semaphoreExtend: () => "hang" }, 150);
+    const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix() });
+    let abortedDuringBody = false;
+    await expect(
+      slots.run(
+        "k",
+        async (lease) => {
+          await new Promise((resolve) => lease.signal.addEventListener("abort", resolve, { once: true }));
+          abortedDuringBody = true;
+        },
+        { leaseMs: 400, heartbeatMs: 50 },
+      ),
+    ).rejects.toBeInstanceOf(SemaphoreLeaseLostError);
+    expect(abortedDuringBody).toBe(true);
+  });
+
+  it("the final release is consulted: a lease lapsed at release time is a loss", async () => {
+    const base = make();
+    const prefix = uniquePrefix();
+    const locks = lock({ client: base, prefix });
+    await expect(
+      locks.run("k", async (lease) => {
+        await base.lockRelease(`{${prefix}:k}`, lease.token);
+        return "done";
+      }),
+    ).rejects.toBeInstanceOf(LockLeaseLostError);
+  });
+
+  it("a thrown body releases the lease and rethrows its own error", async () => {
+    const { store, calls } = spyStore(make());
+    const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix() });
+    await expect(
+      slots.run("k", async () => {
+        throw new Error("body failed");
+      }),
+    ).rejects.toThrow("body failed");
+    expect(calls.semaphoreRelease).toBe(1);
+    expect(await slots.count("k")).toBe(0);
+  });
+});

@@ -1,0 +1,230 @@
+import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import calculateSlot from "cluster-key-slot";
+import type { Redis } from "ioredis";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { lock, redisStore, type Store, StoreUnavailableError, semaphore } from "../src/index.js";
+import { scripts } from "../src/store/lua.generated.js";
+import { newRedis, uniquePrefix } from "./support/redis.js";
+import { freePort, type RedisServer, startRedisServer } from "./support/redis-server.js";
+import { eventually } from "./support/stores.js";
+
+const servers: RedisServer[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.stop()));
+});
+
+async function ownServer(extra: string[] = []): Promise<RedisServer> {
+  const server = await startRedisServer(extra);
+  servers.push(server);
+  return server;
+}
+
+async function serverNowMs(redis: Redis): Promise<number> {
+  const [seconds, micros] = (await redis.time()) as [number | string, number | string];
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
+
+describe("redis store", () => {
+  it("scores holders by lease expiry on the Redis server's clock, whatever the client's clock says", async () => {
+    const redis = newRedis();
+    const prefix = uniquePrefix();
+    const slots = semaphore(redis, { limit: 2, prefix });
+    const skewed = vi.spyOn(Date, "now").mockReturnValue(Date.now() + 3_600_000);
+    try {
+      const lease = await slots.acquire("k", { leaseMs: 10_000 });
+      const score = Number(await redis.zscore(`{${prefix}:k}`, lease?.token ?? ""));
+      const now = await serverNowMs(redis);
+      expect(score).toBeGreaterThan(now + 8_000);
+      expect(score).toBeLessThanOrEqual(now + 10_000);
+      expect(await slots.count("k")).toBe(1);
+      await lease?.release();
+    } finally {
+      skewed.mockRestore();
+    }
+  });
+
+  it("runs every script from lua/ by SHA, and recovers from SCRIPT FLUSH", async () => {
+    const files = readdirSync(new URL("../lua", import.meta.url)).filter((name) => name.endsWith(".lua"));
+    const embedded = Object.values(scripts);
+    expect(embedded.map((script) => script.name).sort()).toEqual(files.sort());
+    for (const script of embedded) {
+      const source = readFileSync(new URL(`../lua/${script.name}`, import.meta.url), "utf8");
+      expect(script.sha).toBe(createHash("sha1").update(source).digest("hex"));
+    }
+    const redis = newRedis();
+    const slots = semaphore(redis, { limit: 1, prefix: uniquePrefix() });
+    const first = await slots.acquire("k");
+    await first?.release();
+    expect(await redis.script("EXISTS", scripts.semaphoreAcquire.sha)).toEqual([1]);
+    await redis.script("FLUSH");
+    const second = await slots.acquire("k");
+    expect(second).not.toBeNull();
+    expect(await second?.extend()).toBe(true);
+    expect(await second?.release()).toBe(true);
+  });
+
+  it("keys and values travel as KEYS/ARGV: ids full of quotes and Lua syntax are just ids", async () => {
+    const redis = newRedis();
+    const slots = semaphore(redis, { limit: 1, prefix: uniquePrefix() });
+    const nasty = `'"]]--[[ return redis.call('FLUSHALL') ]]`;
+    const lease = await slots.acquire(nasty);
+    expect(lease).not.toBeNull();
+    expect(await slots.acquire(nasty)).toBeNull();
+    expect(await slots.count(nasty)).toBe(1);
+    await lease?.release();
+  });
+
+  it("every key of one semaphore shares a Redis Cluster hash slot, whatever the id holds", async () => {
+    const redis = newRedis();
+    const prefix = uniquePrefix();
+    const slots = semaphore(redis, { limit: 5, prefix });
+    for (const id of ["plain", "{tag}", "a}b{c", "}leading", "trailing{", "a:b:c", "with spaces", "ünïcødé-日本-🚀"]) {
+      const leases = [await slots.acquire(id, { weight: 2 }), await slots.acquire(id)];
+      const keys = await redis.keys(`*${prefix}*`);
+      expect(keys.length).toBe(2);
+      expect(new Set(keys.map((key) => calculateSlot(key))).size).toBe(1);
+      for (const lease of leases) await lease?.release();
+      expect(await redis.keys(`*${prefix}*`)).toEqual([]);
+    }
+  });
+
+  it("idle keys expire by themselves: no sweeper, nothing left after the last lease lapses", async () => {
+    const redis = newRedis();
+    const prefix = uniquePrefix();
+    const slots = semaphore(redis, { limit: 5, prefix });
+    const locks = lock(redis, { prefix });
+    await slots.acquire("k", { leaseMs: 300, weight: 2 });
+    await slots.acquire("k", { leaseMs: 200 });
+    await locks.acquire("l", { ttlMs: 200 });
+    const holders = `{${prefix}:k}`;
+    expect(await redis.pttl(holders)).toBeGreaterThan(0);
+    expect(await redis.pttl(holders)).toBeLessThanOrEqual(301);
+    expect(await redis.pttl(`${holders}:w`)).toBeLessThanOrEqual(301);
+    await eventually(async () => (await redis.keys(`*${prefix}*`)).length === 0);
+  });
+
+  it("release of the last holder deletes the keys at once", async () => {
+    const redis = newRedis();
+    const prefix = uniquePrefix();
+    const slots = semaphore(redis, { limit: 5, prefix });
+    const heavy = await slots.acquire("k", { weight: 3 });
+    const light = await slots.acquire("k");
+    await heavy?.release();
+    expect(await redis.exists(`{${prefix}:k}:w`)).toBe(1);
+    await light?.release();
+    expect(await redis.keys(`*${prefix}*`)).toEqual([]);
+  });
+
+  it("an unreachable Redis rejects with StoreUnavailableError within the bound, never the client's offline retry", async () => {
+    const port = await freePort();
+    const redis = newRedis(`redis://127.0.0.1:${port}`, { maxRetriesPerRequest: null });
+    const slots = semaphore(redisStore(redis, { timeoutMs: 300 }), { limit: 1 });
+    const started = performance.now();
+    const error = await slots.run("k", async () => "never").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect((error as Error).message).toMatch(/did not answer acquire within 300 ms/);
+    expect(await slots.acquire("k").catch((e: unknown) => e)).toBeInstanceOf(StoreUnavailableError);
+    // Bounded: far below ioredis's own retry budget (maxRetriesPerRequest: null would wait forever).
+    expect(performance.now() - started).toBeLessThan(5_000);
+    const byDefault = semaphore(redis, { limit: 1 });
+    await expect(byDefault.acquire("k")).rejects.toThrow(/within 2000 ms/);
+  });
+
+  it("an acquire whose answer is lost is released in the background: no ghost lease", async () => {
+    const server = await ownServer();
+    const redis = newRedis(server.url);
+    const admin = newRedis(server.url);
+    const prefix = uniquePrefix();
+    const slots = semaphore(redisStore(redis, { timeoutMs: 200 }), { limit: 1, prefix });
+    // The server stops answering for a while: the acquire is queued, runs later, and its answer is too late.
+    await admin.client("PAUSE", 800, "ALL");
+    const error = await slots.acquire("k").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    await eventually(async () => (await admin.exists(`{${prefix}:k}`)) === 0 && (await slots.count("k")) === 0);
+    // The acquire did run once the pause ended (the cleanup, queued behind it, undid it).
+    const stats = await admin.info("commandstats");
+    expect(stats).toMatch(/cmdstat_evalsha:calls=\d+/);
+    const lease = await slots.acquire("k");
+    expect(lease).not.toBeNull();
+    await lease?.release();
+  });
+
+  it("a garbled or failing store reply is an unknown outcome: the token is released", async () => {
+    const redis = newRedis();
+    const prefix = uniquePrefix();
+    const real = redisStore(redis);
+    // The real store underneath, with an acquire that runs and then answers nonsense.
+    const garbled: Store = Object.assign(Object.create(real) as Store, {
+      kind: "garbled",
+      semaphoreAcquire: async (...args: Parameters<Store["semaphoreAcquire"]>) => {
+        await real.semaphoreAcquire(...args);
+        return { acquired: "yes" } as never;
+      },
+    });
+    const slots = semaphore(garbled, { limit: 1, prefix });
+    await expect(slots.acquire("k")).rejects.toThrow(/not a valid reply/);
+    await eventually(async () => (await real.semaphoreCount(`{${prefix}:k}`)) === 0);
+  });
+
+  it("survives a server restart: scripts reload after NOSCRIPT and held leases are reported gone", async () => {
+    const server = await ownServer();
+    const redis = newRedis(server.url);
+    const slots = semaphore(redis, { limit: 1, prefix: uniquePrefix() });
+    const before = await slots.acquire("k");
+    expect(before).not.toBeNull();
+    await server.stop();
+    const restarted = await startRedisServer([], server.port);
+    servers.push(restarted);
+    await eventually(async () => redis.status === "ready");
+    expect(await before?.extend()).toBe(false);
+    expect(before?.signal.aborted).toBe(true);
+    const after = await slots.acquire("k");
+    expect(after).not.toBeNull();
+    await after?.release();
+  });
+
+  it("accepts a promise of a client, a factory, and a factory that fails once", async () => {
+    const prefix = uniquePrefix();
+    const viaPromise = semaphore({ client: Promise.resolve(newRedis()), limit: 1, prefix });
+    const lease = await viaPromise.acquire("k");
+    expect(lease).not.toBeNull();
+    let made = 0;
+    const viaFactory = semaphore({
+      client: async () => {
+        made++;
+        if (made === 1) throw new Error("not yet");
+        return newRedis();
+      },
+      limit: 1,
+      prefix,
+    });
+    await expect(viaFactory.acquire("k")).rejects.toBeInstanceOf(StoreUnavailableError);
+    // Same Redis, same key: the permit is taken.
+    expect(await viaFactory.acquire("k")).toBeNull();
+    expect(made).toBe(2);
+    await lease?.release();
+    expect(await viaFactory.count("k")).toBe(0);
+  });
+});
+
+describe("memory store", () => {
+  it("keeps no process alive: a script holding a long lease exits by itself", async () => {
+    const code = `
+      import { semaphore, lock } from "./src/index.ts";
+      const slots = semaphore({ limit: 1 });
+      await slots.acquire("k", { leaseMs: 600000 });
+      await lock().acquire("k", { ttlMs: 600000 });
+      console.log("held");
+    `;
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], { cwd: process.cwd() });
+    let output = "";
+    child.stdout.on("data", (data) => {
+      output += data;
+    });
+    const exitCode = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    expect(output.trim()).toBe("held");
+    expect(exitCode).toBe(0);
+  });
+});
