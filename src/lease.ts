@@ -59,6 +59,12 @@ export interface LeaseBackend {
 }
 
 /**
+ * Redis reads its clock in whole milliseconds, so a lease can end up to 1 ms
+ * sooner in real time than the client's count suggests: the deadline gives it up.
+ */
+const CLOCK_GRAIN_MS = 1;
+
+/**
  * The one lease implementation behind semaphores and locks. `deadline` is on
  * the process's monotonic clock: the send time of the last successful
  * acquire or extend plus its length, which is never later than the expiry
@@ -80,7 +86,7 @@ export class LeaseHandle implements Lease {
     backend: LeaseBackend,
   ) {
     this.signal = this.#controller.signal;
-    this.deadline = sentAt + leaseMs;
+    this.deadline = sentAt + leaseMs - CLOCK_GRAIN_MS;
     this.#backend = backend;
   }
 
@@ -90,7 +96,7 @@ export class LeaseHandle implements Lease {
     const sentAt = performance.now();
     const store = this.#backend.store;
     const ours = await bounded(store, "extend", this.#backend.extend(this.token, ms), isFlag);
-    if (ours) this.deadline = sentAt + ms;
+    if (ours) this.deadline = sentAt + ms - CLOCK_GRAIN_MS;
     else this.lose();
     return ours;
   }

@@ -116,12 +116,19 @@ class MemoryStore implements Store {
   }
 
   private setLock(key: string, token: string, expiresAt: number): void {
-    const cleanup = setTimeout(
-      () => {
-        if (this.locks.get(key)?.token === token) this.locks.delete(key);
-      },
-      expiresAt - performance.now() + 1,
-    );
+    // Timers may fire a little early against performance.now(): drop only a lock that has really expired.
+    const expire = (): void => {
+      const current = this.locks.get(key);
+      if (current?.token !== token) return;
+      const left = current.expiresAt - performance.now();
+      if (left <= 0) {
+        this.locks.delete(key);
+        return;
+      }
+      current.cleanup = setTimeout(expire, Math.ceil(left) + 1);
+      current.cleanup.unref();
+    };
+    const cleanup = setTimeout(expire, Math.ceil(expiresAt - performance.now()) + 1);
     cleanup.unref();
     this.locks.set(key, { token, expiresAt, cleanup });
   }
@@ -138,7 +145,7 @@ class MemoryStore implements Store {
         if (state.holders.size === 0) this.dropSemaphore(key, state);
         else this.scheduleCleanup(key, state);
       },
-      Math.max(1, latest - performance.now() + 1),
+      Math.max(1, Math.ceil(latest - performance.now()) + 1),
     );
     state.cleanup.unref();
   }

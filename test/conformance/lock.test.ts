@@ -127,7 +127,8 @@ describe.each(storesUnderTest)("lock on the $name store", ({ make }) => {
       next = await locks.acquire("k");
       return next !== null;
     });
-    expect(performance.now() - sentAt).toBeGreaterThanOrEqual(300);
+    // The store's clock counts whole milliseconds: allow that one millisecond of grain.
+    expect(performance.now() - sentAt).toBeGreaterThanOrEqual(299);
     await (next as LockLease | null)?.release();
   });
 });

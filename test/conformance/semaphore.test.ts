@@ -85,7 +85,8 @@ describe.each(storesUnderTest)("semaphore on the $name store", ({ make }) => {
       return next !== null;
     });
     // ...and is reclaimed only once a whole lease has passed since the crashed acquire was sent.
-    expect(performance.now() - sentAt).toBeGreaterThanOrEqual(400);
+    // The store's clock counts whole milliseconds: allow that one millisecond of grain.
+    expect(performance.now() - sentAt).toBeGreaterThanOrEqual(399);
     expect(await slots.count("k")).toBe(1);
     expect(await crashed?.release()).toBe(false);
     expect(await slots.count("k")).toBe(1);
