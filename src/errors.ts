@@ -161,8 +161,39 @@ export class LockLeaseLostError extends LeaseholdError {
  * ```
  */
 export class StoreUnavailableError extends LeaseholdError {
-  constructor(message: string, cause?: unknown) {
+  /** The kind of store that failed (`"redis"`, `"memory"`, or a custom store's kind), when known. */
+  readonly store: string | undefined;
+
+  constructor(message: string, cause?: unknown, store?: string) {
     super("ERR_STORE_UNAVAILABLE", `leasehold: ${message}`, { cause });
+    this.store = store;
+  }
+}
+
+/**
+ * The HTTP client went away before its response finished. An adapter aborts
+ * the handler's `lease.signal` with it, so the work can stop, and returns the
+ * permit.
+ *
+ * @example
+ * ```ts
+ * app.get("/report", semaphore("reports", 4), async (req, res) => {
+ *   req.lease?.signal.addEventListener("abort", () => {
+ *     if (req.lease?.signal.reason instanceof ClientAbortedError) log.info("client left");
+ *   });
+ * });
+ * ```
+ */
+export class ClientAbortedError extends LeaseholdError {
+  /** The lease id of the request. */
+  readonly key: string;
+
+  constructor(key: string) {
+    super(
+      "ERR_CLIENT_ABORTED",
+      `leasehold: the client disconnected before the response for "${key}" finished; its permit was returned.`,
+    );
+    this.key = key;
   }
 }
 

@@ -1,5 +1,6 @@
 export type { ClientInput } from "./client.js";
 export {
+  ClientAbortedError,
   LeaseholdError,
   type LeaseLostError,
   LockLeaseLostError,

@@ -36,6 +36,8 @@ export async function bounded<T>(
             reject(
               new StoreUnavailableError(
                 `the ${store.kind} store did not answer ${operation} within ${limit} ms. Check that it is reachable; redisStore(client, { timeoutMs }) sets this bound.`,
+                undefined,
+                store.kind,
               ),
             ),
           limit,
@@ -46,13 +48,15 @@ export async function bounded<T>(
   } catch (error) {
     if (error instanceof LeaseholdError) throw error;
     const reason = error instanceof Error ? error.message : String(error);
-    throw new StoreUnavailableError(`the ${store.kind} store failed ${operation}: ${reason}`, error);
+    throw new StoreUnavailableError(`the ${store.kind} store failed ${operation}: ${reason}`, error, store.kind);
   } finally {
     clearTimeout(timer);
   }
   if (!valid(reply)) {
     throw new StoreUnavailableError(
       `the ${store.kind} store answered ${operation} with ${JSON.stringify(reply)}, which is not a valid reply. Is it a leasehold store?`,
+      undefined,
+      store.kind,
     );
   }
   return reply;

@@ -1,0 +1,420 @@
+import type { ClientInput } from "../client.js";
+import {
+  ClientAbortedError,
+  type LeaseLostError,
+  LockNotAcquiredError,
+  SemaphoreNotAcquiredError,
+  StoreUnavailableError,
+  ValidationError,
+} from "../errors.js";
+import type { Lease, LockLease, SemaphoreLease } from "../lease.js";
+import { type Lock, lock } from "../lock.js";
+import { type Semaphore, semaphore } from "../semaphore.js";
+import { id as checkId, integerAtLeast, knownOptions, optionalFunction, optionsObject } from "../validate.js";
+import { type Rejection, rejection } from "./problem.js";
+
+/** Options every adapter takes, for semaphores and locks alike. `Req` is the framework's request (or context). */
+export interface AdmissionOptions<Req> {
+  /**
+   * Where leases live: an ioredis `Redis` or `Cluster`, a promise of one, a
+   * factory, or a store.
+   * @default the process-wide embedded memory store (NestJS: the module's client)
+   */
+  client?: ClientInput;
+  /** Key namespace of the engine primitive. @default "semaphore" / "lock" */
+  prefix?: string;
+  /**
+   * Derives the per-request part of the lease id: the id becomes
+   * `<name>:<key(request)>`. Must return a non-empty string; anything else is
+   * a `ValidationError` on the framework's error path, never a shared key.
+   */
+  key?: (request: Req) => string;
+  /** Requests for which this returns true pass through without a lease. */
+  skip?: (request: Req) => boolean | PromiseLike<boolean>;
+  /**
+   * Status of a refusal (full semaphore / held lock).
+   * @default 503 for a semaphore, 409 for a lock
+   */
+  status?: number;
+  /**
+   * Retry-After in seconds: a number, or a function of the refusal.
+   * @default an estimate from the hold times this process observed, capped by the nearest lease expiry
+   */
+  retryAfter?: number | ((rejection: Rejection) => number);
+  /**
+   * What to do when the store cannot be reached: `"fail-closed"` refuses
+   * with 503; `"fail-open"` lets the request through without a lease.
+   * @default "fail-closed"
+   */
+  onStoreError?: "fail-closed" | "fail-open";
+  /** Sees every store failure met while admitting, in both modes. */
+  onStoreUnavailable?: (error: StoreUnavailableError, request: Req) => void;
+  /** Sees a lease lost while its request was in flight. */
+  onLeaseLost?: (error: LeaseLostError, request: Req) => void;
+  /** Further attempts when full (a bounded spin). @default 0 */
+  retries?: number;
+  /** Pause between attempts, in ms. @default 100 */
+  retryDelayMs?: number;
+  /** Renewal interval while the response is in flight. @default a quarter of the lease */
+  heartbeatMs?: number | false;
+  /** Sees each failed renewal round trip (not a loss). */
+  onRenewError?: (error: unknown) => void;
+}
+
+/** Adapter options of a semaphore. */
+export interface SemaphoreAdmissionOptions<Req> extends AdmissionOptions<Req> {
+  /** How long a permit lasts without renewal, in ms. @default 60000 */
+  leaseMs?: number;
+  /** Permits one request takes: a number or a function of the request. @default 1 */
+  weight?: number | ((request: Req) => number);
+}
+
+/** Adapter options of a lock. */
+export interface LockAdmissionOptions<Req> extends AdmissionOptions<Req> {
+  /** How long the lock lasts without renewal, in ms. @default 30000 */
+  ttlMs?: number;
+}
+
+/** The lease a handler sees: its `signal` also aborts (with `ClientAbortedError`) when the client disconnects. */
+export type RequestLease = SemaphoreLease | LockLease;
+
+/** What admitting one request came to. */
+export type Admitted<Req> =
+  | { type: "admitted"; lease: RequestLease }
+  | { type: "rejected"; rejection: Rejection }
+  | { type: "passed"; reason: "skipped" | "store-unavailable"; request: Req }
+  | { type: "abandoned" };
+
+const ADAPTER_OPTIONS = [
+  "client",
+  "prefix",
+  "key",
+  "skip",
+  "status",
+  "retryAfter",
+  "onStoreError",
+  "onStoreUnavailable",
+  "onLeaseLost",
+  "retries",
+  "retryDelayMs",
+  "heartbeatMs",
+  "onRenewError",
+] as const;
+
+/**
+ * One request/response pair as an admission sees it. Adapters create it
+ * before any await (so no response event is missed) and call `end()` when
+ * the last byte is written or the response is abandoned, `clientGone()` when
+ * the client disconnects first.
+ */
+export class Exchange {
+  /** Resolves when the response has ended, one way or the other: the lease is released then. */
+  readonly ended: Promise<void>;
+  /** Set by the adapter: what to do with the response when the lease is lost mid-flight. */
+  onLost: (error: LeaseLostError) => void = () => {};
+  #end!: () => void;
+  #finished = false;
+  readonly #client = new AbortController();
+
+  constructor() {
+    this.ended = new Promise<void>((resolve) => {
+      this.#end = resolve;
+    });
+  }
+
+  /** True once the client disconnected before the response finished. */
+  get gone(): boolean {
+    return this.#client.signal.aborted;
+  }
+
+  /** The response finished (or was given up): release the lease. Idempotent. */
+  end(): void {
+    this.#finished = true;
+    this.#end();
+  }
+
+  /** The client went away before the response finished: abort the handler's signal, then release. */
+  clientGone(key: string): void {
+    if (this.#finished || this.gone) return;
+    this.#client.abort(new ClientAbortedError(key));
+    this.#end();
+  }
+
+  /** The handler's view of `lease`: same lease, with a signal that also follows the client. */
+  bind(lease: SemaphoreLease | LockLease, onLost: (error: LeaseLostError) => void): RequestLease {
+    const combined = new AbortController();
+    const follow = (signal: AbortSignal, then?: () => void): void => {
+      const abort = (): void => {
+        if (!combined.signal.aborted) combined.abort(signal.reason);
+        then?.();
+      };
+      if (signal.aborted) abort();
+      else signal.addEventListener("abort", abort, { once: true });
+    };
+    follow(this.#client.signal);
+    follow(lease.signal, () => onLost(lease.signal.reason as LeaseLostError));
+    const view: Lease = {
+      key: lease.key,
+      token: lease.token,
+      signal: combined.signal,
+      extend: (ms?: number) => lease.extend(ms),
+      release: () => lease.release(),
+    };
+    return "limit" in lease ? { ...view, limit: lease.limit, weight: lease.weight } : view;
+  }
+}
+
+/** Exponentially weighted hold time, to answer Retry-After with what permits actually take. */
+class HoldTimes {
+  #ms: number | undefined;
+
+  record(ms: number): void {
+    this.#ms = this.#ms === undefined ? ms : this.#ms * 0.8 + ms * 0.2;
+  }
+
+  /** Seconds until a permit is likely free: the typical hold, capped by the nearest expiry. */
+  estimate(nearestExpiryMs: number): number {
+    const ms = this.#ms === undefined ? nearestExpiryMs : Math.min(this.#ms, nearestExpiryMs);
+    return Math.max(1, Math.ceil(ms / 1000));
+  }
+}
+
+function checkName(name: unknown): string {
+  if (typeof name === "string" && name.length > 0) {
+    try {
+      return checkId(name);
+    } catch (error) {
+      throw new ValidationError("name", `the lease name is not usable: ${(error as Error).message.replace(/^leasehold: /, "")}`);
+    }
+  }
+  throw new ValidationError(
+    "name",
+    `the lease name must be a non-empty string naming what is limited (e.g. "openai"), got ${typeof name === "string" ? '""' : String(name)}.`,
+  );
+}
+
+function checkStatus(value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === "number" && Number.isInteger(value) && value >= 400 && value <= 599) return value;
+  throw new ValidationError(
+    "status",
+    `\`status\` must be an HTTP error status from 400 to 599 (e.g. 429 for a per-tenant quota), got ${String(value)}.`,
+  );
+}
+
+function checkRetryAfter(value: unknown): number | ((rejection: Rejection) => number) | undefined {
+  if (value === undefined || typeof value === "function") return value as ((rejection: Rejection) => number) | undefined;
+  if (typeof value === "number" && Number.isInteger(value) && value >= 0) return value;
+  throw new ValidationError(
+    "retryAfter",
+    `\`retryAfter\` must be whole seconds (0 or more) or a function of the rejection, got ${String(value)}.`,
+  );
+}
+
+/**
+ * The framework-independent half of every adapter: validates the options
+ * once, maps a request to a lease id, admits it through the engine's `run`
+ * (so lease keeping is the engine's, not copied), and holds the lease until
+ * the adapter says the response ended.
+ */
+export class Admission<Req> {
+  readonly kind: "semaphore" | "lock";
+  readonly name: string;
+  readonly #limit: number | ((request: Req) => number);
+  readonly #weight: number | ((request: Req) => number);
+  readonly #primitive: Semaphore | Lock;
+  readonly #key: ((request: Req) => string) | undefined;
+  readonly #skip: ((request: Req) => boolean | PromiseLike<boolean>) | undefined;
+  readonly #status: number;
+  readonly #retryAfter: number | ((rejection: Rejection) => number) | undefined;
+  readonly #failOpen: boolean;
+  readonly #onStoreUnavailable: AdmissionOptions<Req>["onStoreUnavailable"];
+  readonly #onLeaseLost: AdmissionOptions<Req>["onLeaseLost"];
+  readonly #holds = new HoldTimes();
+
+  constructor(
+    kind: "semaphore" | "lock",
+    name: unknown,
+    limit: unknown,
+    given: unknown,
+    where: string,
+    extraKnown: readonly string[] = [],
+  ) {
+    this.kind = kind;
+    this.name = checkName(name);
+    const options = optionsObject(given, where);
+    const lease = kind === "semaphore" ? (["leaseMs", "weight"] as const) : (["ttlMs"] as const);
+    knownOptions(options, [...ADAPTER_OPTIONS, ...lease, ...extraKnown], where);
+    if (kind === "semaphore") {
+      if (typeof limit !== "function")
+        integerAtLeast("limit", limit, 1, 'Pass how many requests may hold a permit at once, e.g. semaphore("openai", 20).');
+      this.#limit = limit as number | ((request: Req) => number);
+      const weight = options.weight;
+      if (weight !== undefined && typeof weight !== "function")
+        integerAtLeast("weight", weight, 1, "Pass how many permits one request takes.");
+      this.#weight = (weight ?? 1) as number | ((request: Req) => number);
+    } else {
+      this.#limit = 1;
+      this.#weight = 1;
+    }
+    this.#key = optionalFunction("key", options.key);
+    this.#skip = optionalFunction("skip", options.skip);
+    this.#status = checkStatus(options.status) ?? (kind === "semaphore" ? 503 : 409);
+    this.#retryAfter = checkRetryAfter(options.retryAfter);
+    if (options.onStoreError !== undefined && options.onStoreError !== "fail-closed" && options.onStoreError !== "fail-open") {
+      throw new ValidationError(
+        "onStoreError",
+        `\`onStoreError\` must be "fail-closed" or "fail-open", got ${String(options.onStoreError)}.`,
+      );
+    }
+    this.#failOpen = options.onStoreError === "fail-open";
+    this.#onStoreUnavailable = optionalFunction("onStoreUnavailable", options.onStoreUnavailable);
+    this.#onLeaseLost = optionalFunction("onLeaseLost", options.onLeaseLost);
+    const engine: Record<string, unknown> = {
+      client: options.client,
+      prefix: options.prefix,
+      retries: options.retries,
+      retryDelayMs: options.retryDelayMs,
+      heartbeatMs: options.heartbeatMs,
+      onRenewError: options.onRenewError,
+    };
+    // The engine validates its own options now, at creation, not on the first request.
+    this.#primitive =
+      kind === "semaphore"
+        ? semaphore({ ...engine, limit: typeof limit === "number" ? limit : 1, leaseMs: options.leaseMs } as never)
+        : lock({ ...engine, ttlMs: options.ttlMs } as never);
+  }
+
+  /** The lease id of a request: the name, or `<name>:<key(request)>`. A throwing key function propagates. */
+  idFor(request: Req): string {
+    if (this.#key === undefined) return this.name;
+    const part = this.#key(request);
+    if (typeof part !== "string" || part.length === 0) {
+      throw new ValidationError(
+        "key",
+        `the key function of "${this.name}" returned ${typeof part === "string" ? "an empty string" : String(part)}; it must return a non-empty string (a tenant id, an order id). Reject requests that lack one before this middleware, or skip them with skip().`,
+      );
+    }
+    const id = `${this.name}:${part}`;
+    try {
+      return checkId(id);
+    } catch (error) {
+      throw new ValidationError(
+        "key",
+        `the key function of "${this.name}" returned an unusable value: ${(error as Error).message.replace(/^leasehold: /, "")}`,
+      );
+    }
+  }
+
+  /**
+   * Admits `request`: resolves once the request may proceed (with its lease),
+   * must be refused, or passes without a lease. The lease is held until
+   * `exchange.ended` resolves and is released exactly once. Errors from
+   * `key`, `skip` or a limit function reject (the framework's error path).
+   */
+  async admit(request: Req, exchange: Exchange): Promise<Admitted<Req>> {
+    if (this.#skip !== undefined && (await this.#skip(request))) return { type: "passed", reason: "skipped", request };
+    const id = this.idFor(request);
+    const limit = typeof this.#limit === "function" ? this.#limit(request) : this.#limit;
+    const weight = typeof this.#weight === "function" ? this.#weight(request) : this.#weight;
+    if (exchange.gone) return { type: "abandoned" };
+
+    return new Promise<Admitted<Req>>((resolve, reject) => {
+      let admittedAt: number | undefined;
+      const hold = (lease: SemaphoreLease | LockLease): Promise<void> | undefined => {
+        admittedAt = performance.now();
+        if (exchange.gone) {
+          resolve({ type: "abandoned" });
+          return undefined;
+        }
+        const view = exchange.bind(lease, (error) => {
+          this.#onLeaseLost?.(error, request);
+          exchange.onLost(error);
+        });
+        resolve({ type: "admitted", lease: view });
+        return exchange.ended;
+      };
+      const running =
+        this.kind === "semaphore"
+          ? (this.#primitive as Semaphore).run(id, hold, { limit, weight })
+          : (this.#primitive as Lock).run(id, hold);
+      running.then(
+        () => {
+          if (admittedAt !== undefined) this.#holds.record(performance.now() - admittedAt);
+        },
+        (error: unknown) => {
+          // After admission the only failure is a lost lease, already reported through the signal.
+          if (admittedAt !== undefined) return;
+          if (error instanceof SemaphoreNotAcquiredError || error instanceof LockNotAcquiredError) {
+            resolve({ type: "rejected", rejection: this.#refusal(error, id, limit) });
+          } else if (error instanceof StoreUnavailableError) {
+            this.#onStoreUnavailable?.(error, request);
+            resolve(
+              this.#failOpen
+                ? { type: "passed", reason: "store-unavailable", request }
+                : { type: "rejected", rejection: this.#storeDown(error, id, limit) },
+            );
+          } else {
+            reject(error);
+          }
+        },
+      );
+    });
+  }
+
+  /** The answer to a request whose lease was lost before its response started. */
+  leaseLost(error: LeaseLostError, id: string, limit: number): Rejection {
+    return rejection(
+      "lease-lost",
+      503,
+      id,
+      limit,
+      1,
+      `The permit on "${id}" was lost before the response started, so the request was stopped rather than run over the limit.`,
+      error,
+    );
+  }
+
+  #refusal(error: SemaphoreNotAcquiredError | LockNotAcquiredError, id: string, limit: number): Rejection {
+    const estimate = this.#holds.estimate(error.retryAfterMs);
+    const detail =
+      this.kind === "semaphore"
+        ? `All ${limit} permits of "${id}" are in use; retry after ${estimate} s.`
+        : `"${id}" is locked by another request; retry after ${estimate} s.`;
+    const refused = rejection(
+      this.kind === "semaphore" ? "semaphore-full" : "lock-held",
+      this.#status,
+      id,
+      limit,
+      estimate,
+      detail,
+      error,
+    );
+    if (this.#retryAfter === undefined) return refused;
+    const seconds = typeof this.#retryAfter === "number" ? this.#retryAfter : this.#retryAfter(refused);
+    const whole = Number.isFinite(seconds) ? Math.max(0, Math.ceil(seconds)) : estimate;
+    return rejection(
+      refused.reason,
+      refused.status,
+      id,
+      limit,
+      whole,
+      detail.replace(/retry after \d+ s/, `retry after ${whole} s`),
+      error,
+    );
+  }
+
+  #storeDown(error: StoreUnavailableError, id: string, limit: number): Rejection {
+    const store = error.store ?? "lease";
+    return rejection(
+      "store-unavailable",
+      503,
+      id,
+      limit,
+      1,
+      `The ${store} store behind "${id}" could not be reached, so the request was refused rather than admitted without a limit.`,
+      error,
+      store,
+    );
+  }
+}

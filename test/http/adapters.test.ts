@@ -1,0 +1,305 @@
+import { request as httpRequest } from "node:http";
+import { Redis } from "ioredis";
+import request from "supertest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ClientAbortedError, redisStore, SemaphoreLeaseLostError, type Store, semaphore } from "../../src/index.js";
+import { freePort } from "../support/redis-server.js";
+import { eventually, spyStore, storesUnderTest } from "../support/stores.js";
+import { expressHarness } from "./express-app.js";
+import { Control, type Harness, type RunningApp } from "./harness.js";
+
+const harnesses: Harness[] = [expressHarness(5), expressHarness(4)];
+
+/** Reads a streamed response chunk by chunk, over a socket the test can cut. */
+function openStream(url: string, headers: Record<string, string>) {
+  const chunks: string[] = [];
+  let ended = false;
+  let failed = false;
+  const req = httpRequest(url, { headers });
+  req.on("response", (res) => {
+    res.setEncoding("utf8");
+    res.on("data", (chunk: string) => chunks.push(chunk));
+    res.on("end", () => {
+      ended = true;
+    });
+    res.on("error", () => {
+      failed = true;
+    });
+    res.on("aborted", () => {
+      failed = true;
+    });
+  });
+  req.on("error", () => {
+    failed = true;
+  });
+  req.end();
+  return {
+    chunks,
+    text: () => chunks.join(""),
+    ended: () => ended,
+    failed: () => failed,
+    cut: () => req.destroy(),
+  };
+}
+
+describe.each(harnesses)("$name adapter", (harness) => {
+  describe.each(storesUnderTest)("on the $name store", ({ make }) => {
+    let store: Store;
+    let calls: ReturnType<typeof spyStore>["calls"];
+    let control: Control;
+    let app: RunningApp;
+    const count = (id: string) => semaphore({ client: store, limit: 1 }).count(id);
+    const get = (path: string, headers: Record<string, string> = {}) => {
+      let pending = request(app.url).get(path);
+      for (const [name, value] of Object.entries(headers)) pending = pending.set(name, value);
+      return pending;
+    };
+
+    beforeEach(async () => {
+      const raw = make();
+      const spied = spyStore(raw, {}, 2_000);
+      store = spied.store;
+      calls = spied.calls;
+      control = new Control(store, raw);
+      app = await harness.start(store, control);
+    });
+
+    afterEach(async () => {
+      control.openAll();
+      await app.close();
+    });
+
+    /** Every permit taken was returned exactly once. */
+    const releasedExactlyOnce = async () => {
+      await eventually(
+        () => calls.semaphoreRelease + calls.lockRelease === calls.semaphoreAcquire + calls.lockAcquire - refusals,
+      );
+      expect(calls.semaphoreRelease + calls.lockRelease).toBe(calls.semaphoreAcquire + calls.lockAcquire - refusals);
+    };
+    let refusals = 0;
+    beforeEach(() => {
+      refusals = 0;
+    });
+
+    it("a full semaphore answers 503 with Retry-After and a problem+json body", async () => {
+      const first = get("/work", { "x-tenant": "a", "x-id": "1" }).then((res) => res);
+      const second = get("/work", { "x-tenant": "a", "x-id": "2" }).then((res) => res);
+      await eventually(() => control.entered.length === 2);
+      const refused = await get("/work", { "x-tenant": "a", "x-id": "3" });
+      refusals++;
+      expect(refused.status).toBe(503);
+      expect(refused.headers["content-type"]).toMatch(/^application\/problem\+json/);
+      expect(refused.headers["retry-after"]).toMatch(/^[1-9]\d*$/);
+      expect(JSON.parse(refused.text)).toMatchObject({
+        type: "urn:leasehold:problem:semaphore-full",
+        title: expect.any(String),
+        status: 503,
+        detail: expect.stringContaining("work:a"),
+        key: "work:a",
+        limit: 2,
+      });
+      expect(await count("work:a")).toBe(2);
+      control.openAll();
+      expect((await first).body).toEqual({ key: "work:a", limit: 2 });
+      expect((await second).status).toBe(200);
+      expect(await count("work:a")).toBe(0);
+      await releasedExactlyOnce();
+    });
+
+    it("a held lock answers 409 with Retry-After and a problem+json body", async () => {
+      const holder = request(app.url)
+        .post("/orders/42")
+        .set("x-id", "1")
+        .then((res) => res);
+      await eventually(() => control.entered.length === 1);
+      const refused = await request(app.url).post("/orders/42").set("x-id", "2");
+      refusals++;
+      expect(refused.status).toBe(409);
+      expect(refused.headers["retry-after"]).toMatch(/^[1-9]\d*$/);
+      expect(JSON.parse(refused.text)).toMatchObject({
+        type: "urn:leasehold:problem:lock-held",
+        status: 409,
+        key: "order:42",
+        limit: 1,
+      });
+      // Another order is not blocked.
+      const other = request(app.url)
+        .post("/orders/43")
+        .set("x-id", "3")
+        .then((res) => res);
+      await eventually(() => control.entered.length === 2);
+      control.openAll();
+      expect((await holder).status).toBe(200);
+      expect((await other).status).toBe(200);
+      await releasedExactlyOnce();
+    });
+
+    it("status changes the refusal code, and onRejected replaces the response", async () => {
+      const held = get("/quota", { "x-id": "1" }).then((res) => res);
+      const custom = get("/custom", { "x-id": "2" }).then((res) => res);
+      await eventually(() => control.entered.length === 2);
+      const quota = await get("/quota", { "x-id": "3" });
+      const replaced = await get("/custom", { "x-id": "4" });
+      refusals += 2;
+      expect(quota.status).toBe(429);
+      expect(JSON.parse(quota.text)).toMatchObject({ status: 429 });
+      expect(replaced.status).toBe(418);
+      expect(replaced.body).toMatchObject({ custom: "refusal", retryAfter: expect.any(Number) });
+      control.openAll();
+      await held;
+      await custom;
+      await releasedExactlyOnce();
+    });
+
+    it("tenants are isolated, and one name on two routes shares one budget", async () => {
+      const a1 = get("/work", { "x-tenant": "a", "x-id": "a1" }).then((res) => res);
+      const a2 = get("/work-too", { "x-tenant": "a", "x-id": "a2" }).then((res) => res);
+      await eventually(() => control.entered.length === 2);
+      // Tenant a is full across both routes...
+      expect((await get("/work-too", { "x-tenant": "a", "x-id": "a3" })).status).toBe(503);
+      expect((await get("/work", { "x-tenant": "a", "x-id": "a4" })).status).toBe(503);
+      refusals += 2;
+      // ...while tenant b is admitted at once.
+      const b = get("/work", { "x-tenant": "b", "x-id": "b1" }).then((res) => res);
+      await eventually(() => control.entered.includes("b1"));
+      control.open("b1");
+      expect((await b).status).toBe(200);
+      control.openAll();
+      await a1;
+      await a2;
+      await releasedExactlyOnce();
+    });
+
+    it("a limit can be a function of the request (per-tenant limits)", async () => {
+      const big = [
+        get("/tenant-limit", { "x-tenant": "big", "x-id": "1" }).then((r) => r),
+        get("/tenant-limit", { "x-tenant": "big", "x-id": "2" }).then((r) => r),
+      ];
+      await eventually(() => control.entered.length === 2);
+      const small = get("/tenant-limit", { "x-tenant": "small", "x-id": "3" }).then((r) => r);
+      await eventually(() => control.entered.length === 3);
+      expect((await get("/tenant-limit", { "x-tenant": "small", "x-id": "4" })).status).toBe(503);
+      expect((await get("/tenant-limit", { "x-tenant": "big", "x-id": "5" })).status).toBe(503);
+      refusals += 2;
+      control.openAll();
+      await Promise.all([...big, small]);
+      await releasedExactlyOnce();
+    });
+
+    it("a streamed body keeps its permit until its last byte", async () => {
+      const stream = openStream(`${app.url}/stream`, { "x-id": "s1" });
+      await eventually(() => stream.text().includes("first"));
+      // The handler has returned control to the event loop mid-body: the permit is still held.
+      expect(await count("stream")).toBe(1);
+      expect((await get("/stream", { "x-id": "s2" })).status).toBe(503);
+      refusals++;
+      control.open("s1");
+      await eventually(() => stream.ended());
+      expect(stream.text()).toBe("first\nsecond\n");
+      await eventually(async () => (await count("stream")) === 0);
+      await releasedExactlyOnce();
+    });
+
+    it("releases exactly once when the handler throws or rejects", async () => {
+      const thrown = await get("/throw");
+      expect(thrown.status).toBe(500);
+      expect(thrown.body).toMatchObject({ message: "handler failed" });
+      const rejected = await get("/reject");
+      expect(rejected.status).toBe(500);
+      expect(rejected.body).toMatchObject({ message: "handler rejected" });
+      await eventually(async () => (await count("throw")) === 0 && (await count("reject")) === 0);
+      await releasedExactlyOnce();
+    });
+
+    it("a client that disconnects mid-handler aborts the signal with a client-abort error and returns the permit", async () => {
+      const stream = openStream(`${app.url}/work`, { "x-tenant": "a", "x-id": "gone" });
+      await eventually(() => control.entered.includes("gone"));
+      expect(await count("work:a")).toBe(1);
+      stream.cut();
+      await eventually(() => control.reasons.has("gone"));
+      expect(control.reasons.get("gone")).toBeInstanceOf(ClientAbortedError);
+      await eventually(async () => (await count("work:a")) === 0);
+      await releasedExactlyOnce();
+    });
+
+    it("a client that disconnects during a stream returns the permit", async () => {
+      const stream = openStream(`${app.url}/stream`, { "x-id": "cut" });
+      await eventually(() => stream.text().includes("first"));
+      stream.cut();
+      await eventually(() => control.reasons.has("cut"));
+      expect(control.reasons.get("cut")).toBeInstanceOf(ClientAbortedError);
+      await eventually(async () => (await count("stream")) === 0);
+      await releasedExactlyOnce();
+    });
+
+    it("a lease lost before the response starts aborts the signal and answers 503", async () => {
+      const res = await get("/lose", { "x-id": "lost" });
+      expect(res.status).toBe(503);
+      expect(JSON.parse(res.text)).toMatchObject({ type: "urn:leasehold:problem:lease-lost", key: "lose" });
+      expect(control.reasons.get("lost")).toBeInstanceOf(SemaphoreLeaseLostError);
+      expect(control.reasons.get("hook:lose")).toBeInstanceOf(SemaphoreLeaseLostError);
+      await eventually(async () => (await count("lose")) === 0);
+      await releasedExactlyOnce();
+    });
+
+    it("a lease lost during a stream ends the response, so the over-limit work stops", async () => {
+      const stream = openStream(`${app.url}/lose-stream`, { "x-id": "lost-stream" });
+      await eventually(() => stream.failed() || stream.ended());
+      expect(stream.failed()).toBe(true);
+      expect(stream.text()).toBe("first\n");
+      expect(control.reasons.get("lost-stream")).toBeInstanceOf(SemaphoreLeaseLostError);
+      await eventually(async () => (await count("lose-stream")) === 0);
+      await releasedExactlyOnce();
+    });
+
+    it("a key that throws, or returns an empty value, goes to the framework's error path and takes no permit", async () => {
+      const empty = await get("/empty-key");
+      expect(empty.status).toBe(500);
+      expect(empty.body.message).toMatch(/key function of "ek" returned an empty string/);
+      const thrown = await get("/throwing-key");
+      expect(thrown.status).toBe(500);
+      expect(thrown.body.message).toBe("no tenant header");
+      expect(calls.semaphoreAcquire).toBe(0);
+    });
+
+    it("skip lets chosen requests through without a lease", async () => {
+      const held = get("/skip", { "x-id": "1" }).then((r) => r);
+      await eventually(() => control.entered.length === 1);
+      const skipped = get("/skip", { "x-id": "2", "x-skip": "1" }).then((r) => r);
+      await eventually(() => control.entered.length === 2);
+      control.openAll();
+      expect((await held).body).toMatchObject({ key: "skip" });
+      expect((await skipped).body).toEqual({ limit: null });
+      await releasedExactlyOnce();
+    });
+  });
+
+  describe("with the store down", () => {
+    let app: RunningApp;
+    let client: Redis;
+    beforeEach(async () => {
+      client = new Redis(`redis://127.0.0.1:${await freePort()}`, { maxRetriesPerRequest: null, lazyConnect: true });
+      client.on("error", () => {});
+      const store = redisStore(client, { timeoutMs: 200 });
+      app = await harness.start(store, new Control(store));
+    });
+    afterEach(async () => {
+      client.disconnect();
+      await app.close();
+    });
+
+    it("fail-closed answers 503 naming the store; fail-open lets the request through without a lease", async () => {
+      const closed = await request(app.url).get("/work").set("x-tenant", "a");
+      expect(closed.status).toBe(503);
+      expect(closed.headers["retry-after"]).toMatch(/^[1-9]\d*$/);
+      expect(JSON.parse(closed.text)).toMatchObject({
+        type: "urn:leasehold:problem:store-unavailable",
+        store: "redis",
+        key: "work:a",
+      });
+      const open = await request(app.url).get("/open");
+      expect(open.status).toBe(200);
+      expect(open.body).toEqual({ lease: false });
+    });
+  });
+});

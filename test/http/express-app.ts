@@ -1,0 +1,94 @@
+import { createServer } from "node:http";
+import type { Request, Response } from "express";
+import express5 from "express";
+import express4 from "express4";
+import { lock, semaphore } from "../../integrations/express/index.js";
+import type { Store } from "../../src/index.js";
+import { type Control, type Harness, listen } from "./harness.js";
+
+const tenant = (req: Request) => req.get("x-tenant") ?? "";
+const id = (req: Request) => req.get("x-id") ?? "anonymous";
+
+function routes(app: express5.Express, store: Store, control: Control): void {
+  const hold = async (req: Request, res: Response) => {
+    control.watch(id(req), req.lease);
+    await control.hold(id(req));
+    if (!res.headersSent) res.json({ key: req.lease?.key, limit: req.lease && "limit" in req.lease ? req.lease.limit : null });
+  };
+  const client = store;
+  app.get("/work", semaphore("work", 2, { client, key: tenant }), hold);
+  app.get("/work-too", semaphore("work", 2, { client, key: tenant }), hold);
+  app.post("/orders/:id", lock("order", { client, key: (req) => String(req.params.id) }), hold);
+  app.get("/quota", semaphore("quota", 1, { client, status: 429 }), hold);
+  app.get(
+    "/custom",
+    semaphore("custom", 1, {
+      client,
+      onRejected: (_req, res, rejection) => {
+        res.status(418).json({ custom: "refusal", retryAfter: rejection.retryAfter });
+      },
+    }),
+    hold,
+  );
+  app.get("/stream", semaphore("stream", 1, { client }), async (req, res) => {
+    control.watch(id(req), req.lease);
+    res.write("first\n");
+    await control.hold(id(req));
+    res.end("second\n");
+  });
+  app.get("/throw", semaphore("throw", 1, { client }), () => {
+    throw new Error("handler failed");
+  });
+  app.get("/reject", semaphore("reject", 1, { client }), async (_req, _res, next) => {
+    await Promise.resolve();
+    next(new Error("handler rejected"));
+  });
+  const onLeaseLost = (error: unknown, req: Request) => control.reasons.set(`hook:${req.path.slice(1)}`, error);
+  app.get("/lose", semaphore("lose", 1, { client, heartbeatMs: 20, onLeaseLost }), async (req) => {
+    const lease = req.lease!;
+    control.watch(id(req), lease);
+    await control.steal(lease);
+    await new Promise((resolve) => lease.signal.addEventListener("abort", resolve, { once: true }));
+  });
+  app.get("/lose-stream", semaphore("lose-stream", 1, { client, heartbeatMs: 20 }), async (req, res) => {
+    const lease = req.lease!;
+    control.watch(id(req), lease);
+    res.write("first\n");
+    await control.steal(lease);
+  });
+  app.get("/empty-key", semaphore("ek", 1, { client, key: () => "" }), hold);
+  app.get(
+    "/throwing-key",
+    semaphore("tk", 1, {
+      client,
+      key: () => {
+        throw new Error("no tenant header");
+      },
+    }),
+    hold,
+  );
+  app.get("/skip", semaphore("skip", 1, { client, skip: (req) => req.get("x-skip") === "1" }), hold);
+  app.get(
+    "/tenant-limit",
+    semaphore("tl", (req) => (tenant(req) === "big" ? 2 : 1), { client, key: tenant }),
+    hold,
+  );
+  app.get("/open", semaphore("open", 1, { client, onStoreError: "fail-open" }), (req, res) => {
+    res.json({ lease: req.lease !== undefined });
+  });
+  // Errors go to the framework's error path; the status tells the test which error it was.
+  app.use((error: Error, _req: Request, res: Response, _next: unknown) => {
+    if (!res.headersSent) res.status(500).json({ error: error.name, message: error.message });
+  });
+}
+
+export function expressHarness(version: 4 | 5): Harness {
+  return {
+    name: `Express ${version}`,
+    start(store, control) {
+      const app = (version === 4 ? express4() : express5()) as express5.Express;
+      routes(app, store, control);
+      return listen(createServer(app));
+    },
+  };
+}

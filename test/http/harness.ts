@@ -1,0 +1,80 @@
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { RequestLease } from "../../src/http/admission.js";
+import type { Store } from "../../src/index.js";
+
+/**
+ * What the handlers of every framework share with the test: gates the test
+ * opens, the abort reasons handlers saw, and the store (to steal a lease).
+ */
+export class Control {
+  readonly gates = new Map<string, () => void>();
+  readonly waiting = new Map<string, Promise<void>>();
+  readonly reasons = new Map<string, unknown>();
+  readonly entered: string[] = [];
+
+  /** `store` is what the app uses; `raw` (default: the same) is where a steal goes, unseen by a spy. */
+  constructor(
+    readonly store: Store,
+    readonly raw: Store = store,
+  ) {}
+
+  /** A handler waits here until the test calls open(id). */
+  hold(id: string): Promise<void> {
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    this.gates.set(id, open);
+    this.waiting.set(id, opened);
+    this.entered.push(id);
+    return opened;
+  }
+
+  open(id: string): void {
+    this.gates.get(id)?.();
+  }
+
+  openAll(): void {
+    for (const open of this.gates.values()) open();
+  }
+
+  /** Records why a handler's signal aborted. */
+  watch(id: string, lease: RequestLease | undefined): void {
+    lease?.signal.addEventListener("abort", () => this.reasons.set(id, lease.signal.reason), { once: true });
+  }
+
+  /** Removes a semaphore lease behind its holder's back (an operator, an eviction). */
+  async steal(lease: RequestLease): Promise<void> {
+    await this.raw.semaphoreRelease(`{semaphore:${lease.key}}`, lease.token);
+  }
+}
+
+/** Every framework builds the same routes (see suite.ts) over one store. */
+export interface Harness {
+  name: string;
+  start(store: Store, control: Control): Promise<RunningApp>;
+}
+
+export interface RunningApp {
+  url: string;
+  close(): Promise<void>;
+}
+
+export function listen(server: Server): Promise<RunningApp> {
+  return new Promise((resolve) => {
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo;
+      resolve({
+        url: `http://127.0.0.1:${port}`,
+        close: () =>
+          new Promise<void>((done) => {
+            server.closeAllConnections();
+            server.close(() => done());
+          }),
+      });
+    });
+  });
+}
+
+export const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
