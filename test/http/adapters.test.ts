@@ -48,6 +48,8 @@ describe.each(harnesses)("$name adapter", (harness) => {
     let calls: ReturnType<typeof spyStore>["calls"];
     let control: Control;
     let app: RunningApp;
+    /** Acquires the test expects to be refused (they take nothing, so they release nothing). */
+    let refusals = 0;
     const count = (id: string) => semaphore({ client: store, limit: 1 }).count(id);
     const get = (path: string, headers: Record<string, string> = {}) => {
       let pending = request(app.url).get(path);
@@ -56,6 +58,7 @@ describe.each(harnesses)("$name adapter", (harness) => {
     };
 
     beforeEach(async () => {
+      refusals = 0;
       const raw = make();
       const spied = spyStore(raw, {}, 2_000);
       store = spied.store;
@@ -76,10 +79,6 @@ describe.each(harnesses)("$name adapter", (harness) => {
       );
       expect(calls.semaphoreRelease + calls.lockRelease).toBe(calls.semaphoreAcquire + calls.lockAcquire - refusals);
     };
-    let refusals = 0;
-    beforeEach(() => {
-      refusals = 0;
-    });
 
     it("a full semaphore answers 503 with Retry-After and a problem+json body", async () => {
       const first = get("/work", { "x-tenant": "a", "x-id": "1" }).then((res) => res);
