@@ -7,8 +7,9 @@ import { freePort } from "../support/redis-server.js";
 import { eventually, spyStore, storesUnderTest } from "../support/stores.js";
 import { expressHarness } from "./express-app.js";
 import { Control, type Harness, type RunningApp } from "./harness.js";
+import { honoHarness } from "./hono-app.js";
 
-const harnesses: Harness[] = [expressHarness(5), expressHarness(4)];
+const harnesses: Harness[] = [expressHarness(5), expressHarness(4), honoHarness];
 
 /** Reads a streamed response chunk by chunk, over a socket the test can cut. */
 function openStream(url: string, headers: Record<string, string>) {

@@ -1,0 +1,103 @@
+import type { Server } from "node:http";
+import { createAdaptorServer } from "@hono/node-server";
+import { type Context, Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { stream } from "hono/streaming";
+import { lock, semaphore } from "../../integrations/hono/index.js";
+import type { RequestLease } from "../../src/http/admission.js";
+import type { Store } from "../../src/index.js";
+import { type Control, type Harness, listen } from "./harness.js";
+
+const tenant = (c: Context) => c.req.header("x-tenant") ?? "";
+const id = (c: Context) => c.req.header("x-id") ?? "anonymous";
+const leaseOf = (c: Context) => c.get("lease") as RequestLease | undefined;
+
+/** The same routes as express-app.ts, written the Hono way. */
+export function buildHonoApp(store: Store, control: Control): Hono {
+  const app = new Hono();
+  const client = store;
+  const hold = async (c: Context) => {
+    const lease = leaseOf(c);
+    control.watch(id(c), lease);
+    await control.hold(id(c));
+    return c.json({ key: lease?.key, limit: lease && "limit" in lease ? lease.limit : null });
+  };
+  const onLeaseLost = (error: unknown, c: Context) => control.reasons.set(`hook:${c.req.path.slice(1)}`, error);
+  app.get("/work", semaphore("work", 2, { client, key: tenant }), hold);
+  app.get("/work-too", semaphore("work", 2, { client, key: tenant }), hold);
+  app.post("/orders/:id", lock("order", { client, key: (c) => c.req.param("id") ?? "" }), hold);
+  app.get("/quota", semaphore("quota", 1, { client, status: 429 }), hold);
+  app.get(
+    "/custom",
+    semaphore("custom", 1, {
+      client,
+      onRejected: (c, rejection) => c.json({ custom: "refusal", retryAfter: rejection.retryAfter }, 418),
+    }),
+    hold,
+  );
+  app.get("/stream", semaphore("stream", 1, { client }), (c) => {
+    const lease = leaseOf(c);
+    control.watch(id(c), lease);
+    return stream(c, async (body) => {
+      await body.write("first\n");
+      await control.hold(id(c));
+      await body.write("second\n");
+    });
+  });
+  app.get("/throw", semaphore("throw", 1, { client }), () => {
+    throw new Error("handler failed");
+  });
+  app.get("/reject", semaphore("reject", 1, { client }), async () => {
+    await Promise.resolve();
+    throw new Error("handler rejected");
+  });
+  app.get("/lose", semaphore("lose", 1, { client, heartbeatMs: 20, onLeaseLost }), async (c) => {
+    const lease = leaseOf(c)!;
+    control.watch(id(c), lease);
+    await control.steal(lease);
+    await new Promise((resolve) => lease.signal.addEventListener("abort", resolve, { once: true }));
+    return c.text("too late");
+  });
+  app.get("/lose-stream", semaphore("lose-stream", 1, { client, heartbeatMs: 20 }), (c) => {
+    const lease = leaseOf(c)!;
+    control.watch(id(c), lease);
+    return stream(c, async (body) => {
+      await body.write("first\n");
+      await control.steal(lease);
+      await new Promise((resolve) => lease.signal.addEventListener("abort", resolve, { once: true }));
+    });
+  });
+  app.get("/empty-key", semaphore("ek", 1, { client, key: () => "" }), hold);
+  app.get(
+    "/throwing-key",
+    semaphore("tk", 1, {
+      client,
+      key: () => {
+        throw new Error("no tenant header");
+      },
+    }),
+    hold,
+  );
+  app.get("/skip", semaphore("skip", 1, { client, skip: (c) => c.req.header("x-skip") === "1" }), hold);
+  app.get(
+    "/tenant-limit",
+    semaphore("tl", (c) => (tenant(c) === "big" ? 2 : 1), { client, key: tenant }),
+    hold,
+  );
+  app.get("/open", semaphore("open", 1, { client, onStoreError: "fail-open" }), (c) =>
+    c.json({ lease: leaseOf(c) !== undefined }),
+  );
+  app.onError((error, c) => {
+    if (error instanceof HTTPException) return error.getResponse();
+    return c.json({ error: error.name, message: error.message }, 500);
+  });
+  return app;
+}
+
+export const honoHarness: Harness = {
+  name: "Hono",
+  start(store, control) {
+    const app = buildHonoApp(store, control);
+    return listen(createAdaptorServer({ fetch: app.fetch }) as Server);
+  },
+};

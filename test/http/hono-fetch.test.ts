@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+import { memoryStore, semaphore } from "../../src/index.js";
+import { eventually } from "../support/stores.js";
+import { Control } from "./harness.js";
+import { buildHonoApp } from "./hono-app.js";
+
+// Off Node (Bun, Deno, Workers) there is no ServerResponse to watch: the adapter wraps the body
+// stream instead. app.request() exercises exactly that path, in process.
+describe("Hono adapter without a Node response (fetch runtimes)", () => {
+  const setup = () => {
+    const store = memoryStore();
+    const control = new Control(store);
+    const app = buildHonoApp(store, control);
+    const count = (id: string) => semaphore({ client: store, limit: 1 }).count(id);
+    return { app, control, count };
+  };
+
+  it("holds the permit until the streamed body's last byte", async () => {
+    const { app, control, count } = setup();
+    const res = await app.request("/stream", { headers: { "x-id": "s" } });
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    expect(decoder.decode((await reader.read()).value)).toBe("first\n");
+    expect(await count("stream")).toBe(1);
+    expect((await app.request("/stream", { headers: { "x-id": "s2" } })).status).toBe(503);
+    control.open("s");
+    let rest = "";
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) rest += decoder.decode(chunk.value);
+    expect(rest).toBe("second\n");
+    await eventually(async () => (await count("stream")) === 0);
+  });
+
+  it("returns the permit when the reader cancels mid-stream", async () => {
+    const { app, count } = setup();
+    const res = await app.request("/stream", { headers: { "x-id": "c" } });
+    const reader = res.body!.getReader();
+    await reader.read();
+    expect(await count("stream")).toBe(1);
+    await reader.cancel();
+    await eventually(async () => (await count("stream")) === 0);
+  });
+
+  it("returns the permit of a plain response once it is read", async () => {
+    const { app, control, count } = setup();
+    const pending = app.request("/work", { headers: { "x-tenant": "a", "x-id": "w" } });
+    await eventually(() => control.entered.includes("w"));
+    control.open("w");
+    const res = await pending;
+    expect(await res.json()).toEqual({ key: "work:a", limit: 2 });
+    await eventually(async () => (await count("work:a")) === 0);
+  });
+});
