@@ -1,6 +1,19 @@
+import swc from "unplugin-swc";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
+  // SWC compiles the NestJS decorators faithfully (legacy decorators with
+  // metadata, as tsc emits them); the default transform would drop the metadata.
+  plugins: [
+    swc.vite({
+      jsc: {
+        parser: { syntax: "typescript", decorators: true },
+        transform: { legacyDecorator: true, decoratorMetadata: true, useDefineForClassFields: true },
+        target: "es2022",
+      },
+    }),
+  ],
+  oxc: false,
   test: {
     include: ["test/**/*.test.ts", "integrations/**/*.test.ts"],
     exclude: ["test/faults/**", "node_modules/**"],

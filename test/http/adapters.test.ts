@@ -8,8 +8,9 @@ import { eventually, spyStore, storesUnderTest } from "../support/stores.js";
 import { expressHarness } from "./express-app.js";
 import { Control, type Harness, type RunningApp } from "./harness.js";
 import { honoHarness } from "./hono-app.js";
+import { nestHarness } from "./nest-app.js";
 
-const harnesses: Harness[] = [expressHarness(5), expressHarness(4), honoHarness];
+const harnesses: Harness[] = [expressHarness(5), expressHarness(4), honoHarness, nestHarness("express"), nestHarness("fastify")];
 
 /** Reads a streamed response chunk by chunk, over a socket the test can cut. */
 function openStream(url: string, headers: Record<string, string>) {

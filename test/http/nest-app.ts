@@ -1,0 +1,217 @@
+import "reflect-metadata";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Readable } from "node:stream";
+import {
+  type ArgumentsHost,
+  Catch,
+  Controller,
+  type ExceptionFilter,
+  Get,
+  HttpCode,
+  HttpException,
+  type INestApplication,
+  Inject,
+  Module,
+  Post,
+  Req,
+  StreamableFile,
+} from "@nestjs/common";
+import { APP_FILTER, HttpAdapterHost, NestFactory } from "@nestjs/core";
+import { ExpressAdapter } from "@nestjs/platform-express";
+import { FastifyAdapter } from "@nestjs/platform-fastify";
+import { Lease, LeaseholdModule, Lock, type NestRequest, Semaphore } from "../../integrations/nestjs/index.js";
+import type { RequestLease } from "../../src/http/admission.js";
+import type { Store } from "../../src/index.js";
+import type { Control, Harness, RunningApp } from "./harness.js";
+
+const header = (req: NestRequest, name: string): string => {
+  const value = req.headers[name];
+  return typeof value === "string" ? value : "";
+};
+const tenant = (req: NestRequest) => header(req, "x-tenant");
+const idOf = (req: NestRequest) => header(req, "x-id") || "anonymous";
+const waitForAbort = (lease: RequestLease) =>
+  new Promise((resolve) => lease.signal.addEventListener("abort", resolve, { once: true }));
+
+/** The same routes as express-app.ts, written the NestJS way, for one store and one control. */
+export function buildNestModule(control: Control, options: Record<string, unknown> = {}) {
+  const hold = async (req: NestRequest, lease: RequestLease | undefined) => {
+    control.watch(idOf(req), lease);
+    await control.hold(idOf(req));
+    return { key: lease?.key, limit: lease && "limit" in lease ? lease.limit : null };
+  };
+  const onLeaseLost = (error: unknown, req: NestRequest) => control.reasons.set(`hook:${String(req.url).slice(1)}`, error);
+  const body = async function* (lines: () => AsyncGenerator<string>) {
+    yield* lines();
+  };
+
+  @Controller()
+  class RoutesController {
+    @Get("work")
+    @Semaphore("work", 2, { key: tenant })
+    work(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return hold(req, lease);
+    }
+
+    @Get("work-too")
+    @Semaphore("work", 2, { key: tenant })
+    workToo(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return hold(req, lease);
+    }
+
+    @Post("orders/:id")
+    @HttpCode(200)
+    @Lock("order", { key: (req) => String(req.params.id) })
+    order(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return hold(req, lease);
+    }
+
+    @Get("quota")
+    @Semaphore("quota", 1, { status: 429 })
+    quota(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return hold(req, lease);
+    }
+
+    @Get("custom")
+    @Semaphore("custom", 1, {
+      onRejected: (rejection) => new HttpException({ custom: "refusal", retryAfter: rejection.retryAfter }, 418),
+    })
+    custom(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return hold(req, lease);
+    }
+
+    @Get("stream")
+    @Semaphore("stream", 1)
+    stream(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      control.watch(idOf(req), lease);
+      return new StreamableFile(
+        Readable.from(
+          body(async function* () {
+            yield "first\n";
+            await control.hold(idOf(req));
+            yield "second\n";
+          }),
+        ),
+      );
+    }
+
+    @Get("throw")
+    @Semaphore("throw", 1)
+    throws() {
+      throw new Error("handler failed");
+    }
+
+    @Get("reject")
+    @Semaphore("reject", 1)
+    async rejects() {
+      await Promise.resolve();
+      throw new Error("handler rejected");
+    }
+
+    @Get("lose")
+    @Semaphore("lose", 1, { heartbeatMs: 20, onLeaseLost })
+    async lose(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      control.watch(idOf(req), lease);
+      await control.steal(lease);
+      await waitForAbort(lease);
+      throw lease.signal.reason;
+    }
+
+    @Get("lose-stream")
+    @Semaphore("lose-stream", 1, { heartbeatMs: 20 })
+    loseStream(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      control.watch(idOf(req), lease);
+      return new StreamableFile(
+        Readable.from(
+          body(async function* () {
+            yield "first\n";
+            await control.steal(lease);
+            await waitForAbort(lease);
+          }),
+        ),
+      );
+    }
+
+    @Get("empty-key")
+    @Semaphore("ek", 1, { key: () => "" })
+    emptyKey() {
+      return "unreachable";
+    }
+
+    @Get("throwing-key")
+    @Semaphore("tk", 1, {
+      key: () => {
+        throw new Error("no tenant header");
+      },
+    })
+    throwingKey() {
+      return "unreachable";
+    }
+
+    @Get("skip")
+    @Semaphore("skip", 1, { skip: (req) => header(req, "x-skip") === "1" })
+    skip(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return hold(req, lease);
+    }
+
+    @Get("tenant-limit")
+    @Semaphore("tl", (req) => (tenant(req) === "big" ? 2 : 1), { key: tenant })
+    tenantLimit(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return hold(req, lease);
+    }
+
+    @Get("open")
+    @Semaphore("open", 1, { onStoreError: "fail-open" })
+    open(@Lease() lease: RequestLease | undefined) {
+      return { lease: lease !== undefined };
+    }
+  }
+
+  /** Mirrors the other harnesses' error handler: HttpExceptions as they are, anything else as 500 with its message. */
+  @Catch()
+  class ErrorsFilter implements ExceptionFilter {
+    constructor(@Inject(HttpAdapterHost) private readonly host: HttpAdapterHost) {}
+
+    catch(error: Error, context: ArgumentsHost) {
+      const response = context.switchToHttp().getResponse();
+      const adapter = this.host.httpAdapter;
+      if (adapter.isHeadersSent(response)) return;
+      if (error instanceof HttpException) adapter.reply(response, error.getResponse(), error.getStatus());
+      else adapter.reply(response, { error: error.name, message: error.message }, 500);
+    }
+  }
+
+  @Module({
+    imports: [LeaseholdModule.forRoot(options)],
+    controllers: [RoutesController],
+    providers: [{ provide: APP_FILTER, useClass: ErrorsFilter }],
+  })
+  class AppModule {}
+
+  return AppModule;
+}
+
+export async function listenNest(app: INestApplication): Promise<RunningApp> {
+  await app.listen(0, "127.0.0.1");
+  const server = app.getHttpServer() as Server;
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: async () => {
+      server.closeAllConnections?.();
+      await app.close();
+    },
+  };
+}
+
+export function nestHarness(platform: "express" | "fastify"): Harness {
+  return {
+    name: `NestJS (${platform})`,
+    async start(store: Store, control: Control) {
+      const adapter = platform === "express" ? new ExpressAdapter() : new FastifyAdapter();
+      const app = await NestFactory.create(buildNestModule(control, { client: store }), adapter, { logger: false });
+      return listenNest(app);
+    },
+  };
+}
