@@ -264,6 +264,7 @@ export const Lease: () => ParameterDecorator = createParamDecorator(
  */
 @Global()
 @Module({})
+// biome-ignore lint/complexity/noStaticOnlyClass: a Nest module is a class by contract
 export class LeaseholdModule {
   static forRoot(options: LeaseholdModuleOptions = {}): DynamicModule {
     return {

@@ -1,0 +1,141 @@
+import "reflect-metadata";
+import {
+  Controller,
+  Get,
+  type INestApplication,
+  Injectable,
+  Module,
+  type NestInterceptor,
+  Sse,
+  UseInterceptors,
+} from "@nestjs/common";
+import { NestFactory, Reflector } from "@nestjs/core";
+import { ExpressAdapter } from "@nestjs/platform-express";
+import { FastifyAdapter } from "@nestjs/platform-fastify";
+import { interval, map, take } from "rxjs";
+import request from "supertest";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  Lease,
+  LeaseholdGuard,
+  LeaseholdModule,
+  LeaseRejectedException,
+  type NestRequest,
+  Semaphore,
+} from "../../integrations/nestjs/index.js";
+import type { RequestLease } from "../../src/http/admission.js";
+import { memoryStore, semaphore, ValidationError } from "../../src/index.js";
+import { eventually, spyStore } from "../support/stores.js";
+import type { RunningApp } from "./harness.js";
+import { listenNest } from "./nest-app.js";
+
+const seen: { leaseInInterceptor?: boolean } = {};
+
+@Injectable()
+class SeesLease implements NestInterceptor {
+  intercept(context: Parameters<NestInterceptor["intercept"]>[0], next: Parameters<NestInterceptor["intercept"]>[1]) {
+    seen.leaseInInterceptor = context.switchToHttp().getRequest().lease !== undefined;
+    return next.handle();
+  }
+}
+
+@Controller("scoped")
+@Semaphore("class-wide", 1)
+class ScopedController {
+  @Get("inherits")
+  inherits(@Lease() lease: RequestLease) {
+    return { key: lease.key };
+  }
+
+  @Get("overrides")
+  @Semaphore("method-own", 3)
+  @UseInterceptors(SeesLease)
+  overrides(@Lease() lease: RequestLease & { limit: number }) {
+    return { key: lease.key, limit: lease.limit };
+  }
+
+  @Sse("events")
+  @Semaphore("events", 1)
+  events() {
+    return interval(50).pipe(
+      take(4),
+      map((n) => ({ data: { n } })),
+    );
+  }
+}
+
+describe.each(["express", "fastify"] as const)("NestJS specifics on %s", (platform) => {
+  let app: INestApplication;
+  let running: RunningApp;
+  afterEach(async () => {
+    await running?.close();
+  });
+
+  const start = async (imports: unknown[]) => {
+    @Module({ imports: imports as never[], controllers: [ScopedController] })
+    class AppModule {}
+    app = await NestFactory.create(AppModule, platform === "express" ? new ExpressAdapter() : new FastifyAdapter(), {
+      logger: false,
+    });
+    running = await listenNest(app);
+  };
+
+  it("a method decorator overrides its controller's, and a request is admitted once, before interceptors", async () => {
+    const { store, calls } = spyStore(memoryStore());
+    await start([LeaseholdModule.forRoot({ client: store })]);
+    const inherits = await request(running.url).get("/scoped/inherits");
+    expect(inherits.body).toEqual({ key: "class-wide" });
+    const overrides = await request(running.url).get("/scoped/overrides");
+    expect(overrides.body).toEqual({ key: "method-own", limit: 3 });
+    expect(seen.leaseInInterceptor).toBe(true);
+    // Class and method both install the guard; only one permit per request was taken.
+    expect(calls.semaphoreAcquire).toBe(2);
+    await eventually(() => calls.semaphoreRelease === 2);
+  });
+
+  it("an SSE stream keeps its permit until the last event", async () => {
+    const store = memoryStore();
+    await start([LeaseholdModule.forRootAsync({ useFactory: async () => ({ client: store }) })]);
+    const count = () => semaphore({ client: store, limit: 1 }).count("events");
+    const stream = request(running.url).get("/scoped/events").buffer(true);
+    const whole = stream.then((res) => res);
+    await eventually(async () => (await count()) === 1);
+    const refused = await request(running.url).get("/scoped/events");
+    expect(refused.status).toBe(503);
+    const res = await whole;
+    expect(res.text.match(/data:/g)).toHaveLength(4);
+    await eventually(async () => (await count()) === 0);
+  });
+});
+
+describe("NestJS guard outside HTTP", () => {
+  it("passes non-HTTP contexts through without taking a lease", async () => {
+    const { store, calls } = spyStore(memoryStore());
+    const guard = new LeaseholdGuard(new Reflector(), {} as never, { client: store });
+    const rpc = { getType: () => "rpc", getHandler: () => ScopedController.prototype.inherits, getClass: () => ScopedController };
+    expect(await guard.canActivate(rpc as never)).toBe(true);
+    expect(calls.semaphoreAcquire).toBe(0);
+  });
+
+  it("refusals are HttpExceptions carrying the problem body", () => {
+    const error = new LeaseRejectedException({
+      reason: "semaphore-full",
+      status: 503,
+      retryAfter: 2,
+      headers: {},
+      problem: { type: "urn:x", title: "t", status: 503, detail: "d", key: "k", limit: 1, retryAfter: 2 },
+      error: new Error("full"),
+    });
+    expect(error.getStatus()).toBe(503);
+    expect(error.getResponse()).toMatchObject({ key: "k" });
+  });
+
+  it("bad decorator options throw when the class is defined, not on the first request", () => {
+    expect(() => Semaphore("x", 0)).toThrow(ValidationError);
+    expect(() => Semaphore("", 1)).toThrow(/lease name/);
+    expect(() => Semaphore("x", 1, { bogus: 1 } as never)).toThrow(/unknown option `bogus`/);
+    expect(() => Semaphore("x", 1, { status: 200 })).toThrow(/status/);
+    const key = (req: NestRequest) => req.params.id;
+    expect(() => Semaphore("x", 1, { key, leaseMs: 1000, heartbeatMs: 900 })).toThrow(/heartbeatMs/);
+  });
+});

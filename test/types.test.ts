@@ -1,0 +1,63 @@
+// Type-level tests: checked by `tsc --noEmit` inside `npm test`; at run time they only assert trivia.
+import express from "express";
+import { Hono } from "hono";
+import { describe, expectTypeOf, it } from "vitest";
+import { lock as expressLock, semaphore as expressSemaphore } from "../integrations/express/index.js";
+import { lock as honoLock, semaphore as honoSemaphore } from "../integrations/hono/index.js";
+import { Lease as LeaseParam } from "../integrations/nestjs/index.js";
+import type { RequestLease } from "../src/http/admission.js";
+import {
+  type Lease,
+  type LockLease,
+  lock,
+  type SemaphoreLease,
+  type SemaphoreNotAcquiredError,
+  type StoreUnavailableError,
+  semaphore,
+} from "../src/index.js";
+
+describe("types", () => {
+  it("engine", () => {
+    // Type-checked, never run: these calls would take real permits.
+    const checks = () => {
+      const slots = semaphore({ limit: 2 });
+      expectTypeOf(slots.acquire("k")).toEqualTypeOf<Promise<SemaphoreLease | null>>();
+      expectTypeOf(slots.run("k", async () => 42)).toEqualTypeOf<Promise<number>>();
+      expectTypeOf(slots.run("k", (lease) => lease.weight)).toEqualTypeOf<Promise<number>>();
+      expectTypeOf(lock().acquire("k")).toEqualTypeOf<Promise<LockLease | null>>();
+      // @ts-expect-error limit is required
+      semaphore({});
+      // @ts-expect-error a lock has ttlMs, not leaseMs
+      lock({ leaseMs: 5 });
+    };
+    expectTypeOf(checks).toBeFunction();
+    expectTypeOf<SemaphoreLease>().toMatchTypeOf<Lease>();
+    expectTypeOf<SemaphoreNotAcquiredError["limit"]>().toEqualTypeOf<number>();
+    expectTypeOf<StoreUnavailableError["code"]>().toEqualTypeOf<string>();
+  });
+
+  it("Express: req.lease is typed by augmenting Request", () => {
+    const app = express();
+    app.get("/", expressSemaphore("s", 2), (req, res) => {
+      expectTypeOf(req.lease).toEqualTypeOf<RequestLease | undefined>();
+      res.end();
+    });
+    app.post("/:id", expressLock("l", { key: (req) => String(req.params.id) }), (_req, res) => res.end());
+  });
+
+  it("Hono: c.get('lease') is typed through the middleware, no casts", () => {
+    const app = new Hono();
+    app.get("/", honoSemaphore("s", 2), (c) => {
+      expectTypeOf(c.get("lease")).toEqualTypeOf<SemaphoreLease | undefined>();
+      return c.text("ok");
+    });
+    app.get("/l", honoLock("l"), (c) => {
+      expectTypeOf(c.get("lease")).toEqualTypeOf<LockLease | undefined>();
+      return c.text("ok");
+    });
+  });
+
+  it("NestJS: @Lease() is a parameter decorator", () => {
+    expectTypeOf(LeaseParam()).toEqualTypeOf<ParameterDecorator>();
+  });
+});
