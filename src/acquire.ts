@@ -29,7 +29,9 @@ export async function acquireLease(
   retryDelayMs: number,
   take: (store: Store, token: string) => Promise<AcquireReply>,
   give: (store: Store, token: string) => Promise<boolean>,
+  signal?: AbortSignal,
 ): Promise<Acquired | Refused> {
+  signal?.throwIfAborted();
   const store = await source.get();
   const token = newToken();
   for (let attempt = 0; ; attempt++) {
@@ -39,8 +41,23 @@ export async function acquireLease(
       () => take(store, token),
       () => give(store, token),
     );
+    if (signal?.aborted) {
+      // The caller gave up while the attempt was in flight: nobody will use this permit.
+      if (reply.acquired) give(store, token).catch(() => {});
+      throw signal.reason;
+    }
     if (reply.acquired) return { acquired: true, store, token, sentAt };
     if (attempt >= retries) return { acquired: false, retryAfterMs: reply.retryAfterMs };
-    if (retryDelayMs > 0) await sleep(retryDelayMs);
+    if (retryDelayMs > 0) await pauseUnlessAborted(retryDelayMs, signal);
+  }
+}
+
+/** Waits between attempts; an abort ends the wait at once with the signal's own reason. */
+async function pauseUnlessAborted(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  try {
+    await sleep(ms, undefined, signal === undefined ? undefined : { signal });
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    throw error;
   }
 }

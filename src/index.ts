@@ -12,7 +12,7 @@ export {
 } from "./errors.js";
 export type { Lease, LockLease, SemaphoreLease } from "./lease.js";
 export { type Lock, type LockAcquireOptions, type LockOptions, type LockRunOptions, lock } from "./lock.js";
-export type { KeepingOptions, RetryOptions } from "./options.js";
+export type { CallOptions, KeepingOptions, RetryOptions } from "./options.js";
 export {
   type Semaphore,
   type SemaphoreAcquireOptions,

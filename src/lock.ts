@@ -4,6 +4,7 @@ import { LockLeaseLostError, LockNotAcquiredError, ValidationError } from "./err
 import { keepLease } from "./keeper.js";
 import { LeaseHandle, type LockLease } from "./lease.js";
 import {
+  type CallOptions,
   type CallSettings,
   type Defaults,
   factoryOptions,
@@ -15,7 +16,7 @@ import {
 import { id as checkId, knownOptions, optionsObject } from "./validate.js";
 
 /** Options of `acquire` on a lock. */
-export interface LockAcquireOptions extends RetryOptions {
+export interface LockAcquireOptions extends RetryOptions, CallOptions {
   /**
    * How long the lock is held without an extend, in ms.
    * @default the lock's ttlMs (30000)
@@ -63,7 +64,7 @@ export interface Lock {
 }
 
 const FACTORY_OPTIONS = ["client", "prefix", "ttlMs", "retries", "retryDelayMs", "heartbeatMs", "onRenewError"] as const;
-const ACQUIRE_OPTIONS = ["ttlMs", "retries", "retryDelayMs"] as const;
+const ACQUIRE_OPTIONS = ["ttlMs", "retries", "retryDelayMs", "signal"] as const;
 const RUN_OPTIONS = [...ACQUIRE_OPTIONS, "heartbeatMs", "onRenewError"] as const;
 
 class DistributedLock implements Lock {
@@ -103,6 +104,7 @@ class DistributedLock implements Lock {
       settings.retryDelayMs,
       (store, token) => store.lockAcquire(key, token, settings.leaseMs),
       (store, token) => store.lockRelease(key, token),
+      settings.signal,
     );
     if (!outcome.acquired) return { lease: null, retryAfterMs: outcome.retryAfterMs };
     const { store, token, sentAt } = outcome;

@@ -16,6 +16,16 @@ export interface RetryOptions {
   retryDelayMs?: number;
 }
 
+/** Options of one `acquire` or `run` call. */
+export interface CallOptions {
+  /**
+   * Cancels the call while it has not got its lease (during retries): it
+   * rejects with `signal.reason`, and a permit that arrives after the abort
+   * is given straight back. Once held, the lease is unaffected.
+   */
+  signal?: AbortSignal;
+}
+
 /** Options of `run` only: how the lease is kept while the body works. */
 export interface KeepingOptions {
   /**
@@ -43,6 +53,7 @@ export interface CallSettings {
   heartbeatMs: number | false;
   heartbeatExplicit: boolean;
   onRenewError: ((error: unknown) => void) | undefined;
+  signal?: AbortSignal | undefined;
 }
 
 /** Factory-level configuration, validated once. */
@@ -70,6 +81,14 @@ function heartbeat(value: unknown, leaseMs: number, kind: string, leaseOption: L
     );
   }
   return ms;
+}
+
+function abortSignal(value: unknown): AbortSignal | undefined {
+  if (value === undefined || value instanceof AbortSignal) return value;
+  throw new ValidationError(
+    "signal",
+    "`signal` must be an AbortSignal (e.g. from an AbortController, or AbortSignal.timeout(ms)).",
+  );
 }
 
 const defaultHeartbeat = (leaseMs: number): number => Math.max(1, Math.floor(leaseMs / 4));
@@ -139,6 +158,7 @@ export function resolveCall(defaults: Defaults, options: Record<string, unknown>
       keeping && options.onRenewError !== undefined
         ? optionalFunction("onRenewError", options.onRenewError)
         : defaults.onRenewError,
+    signal: abortSignal(options.signal),
   };
 }
 

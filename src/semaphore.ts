@@ -4,6 +4,7 @@ import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError, ValidationError } f
 import { keepLease } from "./keeper.js";
 import { LeaseHandle, type SemaphoreLease } from "./lease.js";
 import {
+  type CallOptions,
   type CallSettings,
   type Defaults,
   factoryOptions,
@@ -16,7 +17,7 @@ import { bounded, isCount } from "./store-call.js";
 import { id as checkId, integerAtLeast, knownOptions, optionsObject } from "./validate.js";
 
 /** Options of `acquire` on a semaphore. */
-export interface SemaphoreAcquireOptions extends RetryOptions {
+export interface SemaphoreAcquireOptions extends RetryOptions, CallOptions {
   /**
    * How long the permit is held without an extend, in ms.
    * @default the semaphore's leaseMs (60000)
@@ -87,7 +88,7 @@ const FACTORY_OPTIONS = [
   "heartbeatMs",
   "onRenewError",
 ] as const;
-const ACQUIRE_OPTIONS = ["leaseMs", "retries", "retryDelayMs", "weight", "limit"] as const;
+const ACQUIRE_OPTIONS = ["leaseMs", "retries", "retryDelayMs", "weight", "limit", "signal"] as const;
 const RUN_OPTIONS = [...ACQUIRE_OPTIONS, "heartbeatMs", "onRenewError"] as const;
 
 const limitFix = "Pass how many holders are allowed at once, e.g. limit: 20.";
@@ -194,6 +195,7 @@ class DistributedSemaphore implements Semaphore {
       settings.retryDelayMs,
       (store, token) => store.semaphoreAcquire(key, token, limit, weight, settings.leaseMs),
       (store, token) => store.semaphoreRelease(key, token),
+      settings.signal,
     );
     if (!outcome.acquired) {
       call.retryAfterMs = outcome.retryAfterMs;

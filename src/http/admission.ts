@@ -122,6 +122,11 @@ export class Exchange {
     });
   }
 
+  /** Aborts (with `ClientAbortedError`) when the client disconnects before the response finished. */
+  get clientSignal(): AbortSignal {
+    return this.#client.signal;
+  }
+
   /** True once the client disconnected before the response finished. */
   get gone(): boolean {
     return this.#client.signal.aborted;
@@ -336,8 +341,8 @@ export class Admission<Req> {
       };
       const running =
         this.kind === "semaphore"
-          ? (this.#primitive as Semaphore).run(id, hold, { limit, weight })
-          : (this.#primitive as Lock).run(id, hold);
+          ? (this.#primitive as Semaphore).run(id, hold, { limit, weight, signal: exchange.clientSignal })
+          : (this.#primitive as Lock).run(id, hold, { signal: exchange.clientSignal });
       running.then(
         () => {
           if (admittedAt !== undefined) this.#holds.record(performance.now() - admittedAt);
@@ -345,7 +350,9 @@ export class Admission<Req> {
         (error: unknown) => {
           // After admission the only failure is a lost lease, already reported through the signal.
           if (admittedAt !== undefined) return;
-          if (error instanceof SemaphoreNotAcquiredError || error instanceof LockNotAcquiredError) {
+          if (exchange.gone) {
+            resolve({ type: "abandoned" });
+          } else if (error instanceof SemaphoreNotAcquiredError || error instanceof LockNotAcquiredError) {
             resolve({ type: "rejected", rejection: this.#refusal(error, id, limit) });
           } else if (error instanceof StoreUnavailableError) {
             this.#onStoreUnavailable?.(error, request);

@@ -71,6 +71,20 @@ describe.each(storesUnderTest)("semaphore on the $name store", ({ make }) => {
     await lease?.release();
   });
 
+  it("a signal cancels a spinning acquire with its own reason, and a late permit is given back", async () => {
+    const { slots } = setup({ limit: 1 });
+    const held = await slots.acquire("k");
+    const controller = new AbortController();
+    const reason = new Error("caller gave up");
+    const spinning = slots.acquire("k", { retries: 1_000, retryDelayMs: 5, signal: controller.signal });
+    setTimeout(() => controller.abort(reason), 30);
+    await expect(spinning).rejects.toBe(reason);
+    await expect(slots.run("k", async () => 1, { signal: controller.signal })).rejects.toBe(reason);
+    await held?.release();
+    expect(await slots.count("k")).toBe(0);
+    await expect(slots.acquire("k", { signal: "stop" as never })).rejects.toMatchObject({ option: "signal" });
+  });
+
   it("count ignores lapsed leases, and a crashed holder is reclaimed after its lease, not before", async () => {
     const { slots } = setup({ limit: 1 });
     const sentAt = performance.now();

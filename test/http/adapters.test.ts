@@ -2,7 +2,16 @@ import { request as httpRequest } from "node:http";
 import { Redis } from "ioredis";
 import request from "supertest";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ClientAbortedError, redisStore, SemaphoreLeaseLostError, type Store, semaphore } from "../../src/index.js";
+import { lock as expressLock, semaphore as expressSemaphore } from "../../integrations/express/index.js";
+import { lock as honoLock, semaphore as honoSemaphore } from "../../integrations/hono/index.js";
+import {
+  ClientAbortedError,
+  redisStore,
+  SemaphoreLeaseLostError,
+  type Store,
+  StoreUnavailableError,
+  semaphore,
+} from "../../src/index.js";
 import { freePort } from "../support/redis-server.js";
 import { eventually, spyStore, storesUnderTest } from "../support/stores.js";
 import { expressHarness } from "./express-app.js";
@@ -263,6 +272,23 @@ describe.each(harnesses)("$name adapter", (harness) => {
       expect(calls.semaphoreAcquire).toBe(0);
     });
 
+    it("a client that disconnects while waiting for a permit never reaches the handler, and takes nothing", async () => {
+      const holder = get("/spin", { "x-id": "holder" }).then((r) => r);
+      await eventually(() => control.entered.includes("holder"));
+      const waiting = openStream(`${app.url}/spin`, { "x-id": "impatient" });
+      await eventually(() => calls.semaphoreAcquire >= 3);
+      waiting.cut();
+      // Free the permit only once the server has seen the client go.
+      await eventually(async () => (await app.connections()) === 1);
+      control.open("holder");
+      expect((await holder).status).toBe(200);
+      // The spinning acquire may still win the freed permit; it must give it straight back.
+      await eventually(async () => (await count("spin")) === 0);
+      expect(control.entered).not.toContain("impatient");
+      const acquired = await store.semaphoreCount("{semaphore:spin}");
+      expect(acquired).toBe(0);
+    });
+
     it("skip lets chosen requests through without a lease", async () => {
       const held = get("/skip", { "x-id": "1" }).then((r) => r);
       await eventually(() => control.entered.length === 1);
@@ -277,19 +303,21 @@ describe.each(harnesses)("$name adapter", (harness) => {
 
   describe("with the store down", () => {
     let app: RunningApp;
+    let control: Control;
     let client: Redis;
     beforeEach(async () => {
       client = new Redis(`redis://127.0.0.1:${await freePort()}`, { maxRetriesPerRequest: null, lazyConnect: true });
       client.on("error", () => {});
       const store = redisStore(client, { timeoutMs: 200 });
-      app = await harness.start(store, new Control(store));
+      control = new Control(store);
+      app = await harness.start(store, control);
     });
     afterEach(async () => {
       client.disconnect();
       await app.close();
     });
 
-    it("fail-closed answers 503 naming the store; fail-open lets the request through without a lease", async () => {
+    it("fail-closed answers 503 naming the store; fail-open lets the request through without a lease, and reports it", async () => {
       const closed = await request(app.url).get("/work").set("x-tenant", "a");
       expect(closed.status).toBe(503);
       expect(closed.headers["retry-after"]).toMatch(/^[1-9]\d*$/);
@@ -301,6 +329,31 @@ describe.each(harnesses)("$name adapter", (harness) => {
       const open = await request(app.url).get("/open");
       expect(open.status).toBe(200);
       expect(open.body).toEqual({ lease: false });
+      expect(control.reasons.get("store")).toBeInstanceOf(StoreUnavailableError);
     });
+  });
+});
+
+describe("adapter options are validated when the middleware is created", () => {
+  const cases: [string, () => unknown, RegExp][] = [
+    ["Express limit 0", () => expressSemaphore("x", 0), /`limit` must be an integer of at least 1/],
+    ["Express empty name", () => expressLock(""), /lease name/],
+    ["Express unknown option", () => expressSemaphore("x", 1, { tenant: "a" } as never), /unknown option `tenant`/],
+    ["Express status 200", () => expressLock("x", { status: 200 }), /`status` must be an HTTP error status/],
+    ["Express key not a function", () => expressLock("x", { key: "tenant" as never }), /`key` must be a function/],
+    ["Express heartbeat too large", () => expressSemaphore("x", 1, { leaseMs: 100, heartbeatMs: 90 }), /at most half of leaseMs/],
+    ["Express onStoreError typo", () => expressLock("x", { onStoreError: "open" as never }), /"fail-closed" or "fail-open"/],
+    ["Hono weight 0", () => honoSemaphore("x", 2, { weight: 0 }), /`weight` must be an integer of at least 1/],
+    ["Hono retryAfter negative", () => honoLock("x", { retryAfter: -1 }), /`retryAfter` must be whole seconds/],
+    [
+      "Hono ttl on a semaphore",
+      () => honoSemaphore("x", 1, { ttlMs: 5 } as never),
+      /unknown option `ttlMs` for semaphore middleware/,
+    ],
+    ["Hono bad client", () => honoLock("x", { client: "redis://x" as never }), /`client` must be an ioredis/],
+    ["Hono name with a newline", () => honoLock("a\nb"), /control characters/],
+  ];
+  it.each(cases)("%s", (_, create, message) => {
+    expect(create).toThrow(message);
   });
 });

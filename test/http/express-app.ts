@@ -73,7 +73,9 @@ function routes(app: express5.Express, store: Store, control: Control): void {
     semaphore("tl", (req) => (tenant(req) === "big" ? 2 : 1), { client, key: tenant }),
     hold,
   );
-  app.get("/open", semaphore("open", 1, { client, onStoreError: "fail-open" }), (req, res) => {
+  app.get("/spin", semaphore("spin", 1, { client, retries: 200, retryDelayMs: 10 }), hold);
+  const onStoreUnavailable = (error: unknown) => control.reasons.set("store", error);
+  app.get("/open", semaphore("open", 1, { client, onStoreError: "fail-open", onStoreUnavailable }), (req, res) => {
     res.json({ lease: req.lease !== undefined });
   });
   // Errors go to the framework's error path; the status tells the test which error it was.

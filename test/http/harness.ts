@@ -58,7 +58,14 @@ export interface Harness {
 
 export interface RunningApp {
   url: string;
+  /** Open client connections, as the server counts them. */
+  connections(): Promise<number>;
   close(): Promise<void>;
+}
+
+export function connectionsOf(server: Server): () => Promise<number> {
+  return () =>
+    new Promise((resolve, reject) => server.getConnections((error, count) => (error ? reject(error) : resolve(count))));
 }
 
 export function listen(server: Server): Promise<RunningApp> {
@@ -67,6 +74,7 @@ export function listen(server: Server): Promise<RunningApp> {
       const { port } = server.address() as AddressInfo;
       resolve({
         url: `http://127.0.0.1:${port}`,
+        connections: connectionsOf(server),
         close: () =>
           new Promise<void>((done) => {
             server.closeAllConnections();

@@ -84,7 +84,9 @@ export function buildHonoApp(store: Store, control: Control): Hono {
     semaphore("tl", (c) => (tenant(c) === "big" ? 2 : 1), { client, key: tenant }),
     hold,
   );
-  app.get("/open", semaphore("open", 1, { client, onStoreError: "fail-open" }), (c) =>
+  app.get("/spin", semaphore("spin", 1, { client, retries: 200, retryDelayMs: 10 }), hold);
+  const onStoreUnavailable = (error: unknown) => control.reasons.set("store", error);
+  app.get("/open", semaphore("open", 1, { client, onStoreError: "fail-open", onStoreUnavailable }), (c) =>
     c.json({ lease: leaseOf(c) !== undefined }),
   );
   app.onError((error, c) => {

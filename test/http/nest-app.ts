@@ -23,7 +23,7 @@ import { FastifyAdapter } from "@nestjs/platform-fastify";
 import { Lease, LeaseholdModule, Lock, type NestRequest, Semaphore } from "../../integrations/nestjs/index.js";
 import type { RequestLease } from "../../src/http/admission.js";
 import type { Store } from "../../src/index.js";
-import type { Control, Harness, RunningApp } from "./harness.js";
+import { type Control, connectionsOf, type Harness, type RunningApp } from "./harness.js";
 
 const header = (req: NestRequest, name: string): string => {
   const value = req.headers[name];
@@ -161,8 +161,14 @@ export function buildNestModule(control: Control, options: Record<string, unknow
       return hold(req, lease);
     }
 
+    @Get("spin")
+    @Semaphore("spin", 1, { retries: 200, retryDelayMs: 10 })
+    spin(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return hold(req, lease);
+    }
+
     @Get("open")
-    @Semaphore("open", 1, { onStoreError: "fail-open" })
+    @Semaphore("open", 1, { onStoreError: "fail-open", onStoreUnavailable: (error) => control.reasons.set("store", error) })
     open(@Lease() lease: RequestLease | undefined) {
       return { lease: lease !== undefined };
     }
@@ -198,6 +204,7 @@ export async function listenNest(app: INestApplication): Promise<RunningApp> {
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    connections: connectionsOf(server),
     close: async () => {
       server.closeAllConnections?.();
       await app.close();
