@@ -1,13 +1,38 @@
--- Take a lock, or say how long it stays held.
--- KEYS[1] lock key, value = holder's token, expiring with the lease
--- ARGV[1] token  ARGV[2] ttl ms
--- Returns {1, 0} when the token holds the lock, else {0, ms until it expires}.
-local key, token, ttl = KEYS[1], ARGV[1], ARGV[2]
--- A re-sent acquire (ioredis replays unanswered commands after a reconnect)
--- finds its own token: refresh instead of failing, or the lock would be a ghost.
-if redis.call('GET', key) == token then
-  redis.call('PEXPIRE', key, ttl)
+-- Take a lock, or join its waiting room, or say how long it stays held.
+-- KEYS[1] lock: holds the holder's token, expiring with the lease
+-- KEYS[2] queue  KEYS[3] info  KEYS[4] expiry  KEYS[5] tickets  (see lib/queue.lua)
+-- ARGV[1] token  ARGV[2] ttl ms  ARGV[3] claim ms (waiter lease; 0 fails fast)
+-- ARGV[4] max queue length, 0 for none  ARGV[5] channel announcing grants
+-- Returns {1, 0} when the token holds the lock, {2, ms} when it waits, {0, ms}
+-- when refused, {3, ms} when the queue is full; ms until the lock expires.
+local lock, queue, info, expiry, tickets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local token, ttl, claim, maxQueue, channel = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+--!include lib/clock.lua
+--!include lib/queue.lua
+--!include lib/grant-lock.lua
+
+local waiting = redis.call('EXISTS', queue) == 1
+if waiting then
+  queue_prune(now)
+  grant(now, channel)
+  waiting = redis.call('EXISTS', queue) == 1
+end
+
+-- A re-sent acquire (ioredis replays unanswered commands after a reconnect), or
+-- a waiter claiming its grant, finds its own token: refresh instead of failing.
+if redis.call('GET', lock) == token then
+  redis.call('PEXPIRE', lock, ttl)
   return {1, 0}
 end
-if redis.call('SET', key, token, 'NX', 'PX', ttl) then return {1, 0} end
-return {0, math.max(1, redis.call('PTTL', key))}
+if waiting and redis.call('ZSCORE', queue, token) then
+  redis.call('ZADD', expiry, now + claim, token)
+  queue_expire(now)
+  return {2, math.max(1, redis.call('PTTL', lock))}
+end
+-- SET NX PX: a newcomer never jumps a non-empty queue.
+if not waiting and redis.call('SET', lock, token, 'NX', 'PX', ttl) then return {1, 0} end
+if claim == 0 then return {0, math.max(1, redis.call('PTTL', lock))} end
+if maxQueue > 0 and redis.call('ZCARD', queue) >= maxQueue then return {3, math.max(1, redis.call('PTTL', lock))} end
+queue_join(token, 1, ttl, claim, now)
+queue_expire(now)
+return {2, math.max(1, redis.call('PTTL', lock))}

@@ -1,7 +1,19 @@
--- Delete a lock, if the token still holds it: a holder whose lock expired and
--- was taken by someone else must never delete the new holder's lock.
--- KEYS[1] lock key  ARGV[1] token
+-- Delete a lock if the token still holds it (an expired holder must never delete
+-- its successor's lock), then hand it to the head waiter.
+-- KEYS as lock-acquire.lua.  ARGV[1] token  ARGV[2] channel announcing grants
 -- Returns 1 when released, 0 when the lock had already moved on.
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-return 1
+local lock, queue, info, expiry, tickets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local token, channel = ARGV[1], ARGV[2]
+--!include lib/clock.lua
+--!include lib/queue.lua
+--!include lib/grant-lock.lua
+
+local ours = redis.call('GET', lock) == token
+if ours then redis.call('DEL', lock) end
+if redis.call('EXISTS', queue) == 1 then
+  queue_prune(now)
+  grant(now, channel)
+  queue_expire(now)
+end
+if ours then return 1 end
+return 0

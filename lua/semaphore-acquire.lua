@@ -1,54 +1,53 @@
--- Take permits of a semaphore, or say how long until the nearest lease ends.
--- KEYS[1] holders: sorted set, member = lease token, score = lease expiry (ms, server clock)
--- KEYS[2] weights: hash, token -> weight for holders heavier than 1, and
---         "~extra" = sum of (weight - 1) over them, so permits used = ZCARD + extra
+-- Take permits of a semaphore, or join its waiting room, or say how long until one frees.
+-- KEYS[1] holders  KEYS[2] weights  (see lib/holders.lua)
+-- KEYS[3] queue  KEYS[4] info  KEYS[5] expiry  KEYS[6] tickets  (see lib/queue.lua)
+-- KEYS[7] limit: the limit the waiters were queued under, for grants made by release
 -- ARGV[1] token  ARGV[2] limit  ARGV[3] weight  ARGV[4] lease ms
--- Returns {1, 0} when the token holds its permits, else {0, ms until the nearest expiry}.
-local holders, weights = KEYS[1], KEYS[2]
+-- ARGV[5] claim ms: the waiter lease; 0 fails fast instead of queueing
+-- ARGV[6] max queue length, 0 for none  ARGV[7] channel announcing grants
+-- Returns {1, 0} when the token holds its permits, {2, ms} when it waits in the
+-- queue, {0, ms} when refused, {3, ms} when the queue is full; ms is the time
+-- until the nearest lease ends.
+local holders, weights, queue, info, expiry, tickets, limits = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local token, limit, weight, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local weighted = redis.call('EXISTS', weights) == 1
+local claim, maxQueue, channel = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
+--!include lib/clock.lua
+--!include lib/holders.lua
+--!include lib/queue.lua
+--!include lib/grant-semaphore.lua
 
--- Lapsed leases are reclaimed here rather than by a sweeper.
-local lapsed = redis.call('ZRANGEBYSCORE', holders, '-inf', now)
-if #lapsed > 0 then
-  redis.call('ZREMRANGEBYSCORE', holders, '-inf', now)
-  if weighted then
-    local freed = 0
-    for i = 1, #lapsed do
-      local w = redis.call('HGET', weights, lapsed[i])
-      if w then
-        freed = freed + tonumber(w) - 1
-        redis.call('HDEL', weights, lapsed[i])
-      end
-    end
-    if freed > 0 then redis.call('HINCRBY', weights, '~extra', -freed) end
-  end
+holders_prune(now)
+local waiting = redis.call('EXISTS', queue) == 1
+if waiting then
+  queue_prune(now)
+  grant(now, limit, channel)
+  waiting = redis.call('EXISTS', queue) == 1
 end
 
-local expires = now + lease
--- A re-sent acquire (ioredis replays unanswered commands after a reconnect)
--- must refresh the lease it already took, not take a second one.
-if not redis.call('ZSCORE', holders, token) then
-  local used = redis.call('ZCARD', holders)
-  if weighted then used = used + (tonumber(redis.call('HGET', weights, '~extra')) or 0) end
-  if used + weight > limit then
-    local nearest = redis.call('ZRANGE', holders, 0, 0, 'WITHSCORES')
-    if nearest[2] then return {0, math.max(1, tonumber(nearest[2]) - now)} end
-    return {0, 1}
-  end
-  if weight > 1 then
-    redis.call('HSET', weights, token, weight)
-    redis.call('HINCRBY', weights, '~extra', weight - 1)
-    weighted = true
-  end
+-- Already holding: a re-sent acquire (ioredis replays unanswered commands
+-- after a reconnect), or a waiter claiming its grant. Refresh, never count twice.
+if redis.call('ZSCORE', holders, token) then
+  redis.call('ZADD', holders, now + lease, token)
+  holders_expire(now)
+  return {1, 0}
 end
-redis.call('ZADD', holders, expires, token)
 
--- Idle keys vanish with their last lease: no sweeper, no garbage.
-local last = redis.call('ZRANGE', holders, -1, -1, 'WITHSCORES')
-local ttl = tonumber(last[2]) - now + 1
-redis.call('PEXPIRE', holders, ttl)
-if weighted then redis.call('PEXPIRE', weights, ttl) end
-return {1, 0}
+if waiting and redis.call('ZSCORE', queue, token) then
+  redis.call('ZADD', expiry, now + claim, token)
+  redis.call('SET', limits, limit)
+  queue_expire(now, limits)
+  return {2, holders_next(now)}
+end
+
+-- A newcomer never jumps a non-empty queue.
+if not waiting and holders_used() + weight <= limit then
+  holders_add(token, weight, now + lease)
+  holders_expire(now)
+  return {1, 0}
+end
+if claim == 0 then return {0, holders_next(now)} end
+if maxQueue > 0 and redis.call('ZCARD', queue) >= maxQueue then return {3, holders_next(now)} end
+queue_join(token, weight, lease, claim, now)
+redis.call('SET', limits, limit)
+queue_expire(now, limits)
+return {2, holders_next(now)}

@@ -1,20 +1,21 @@
--- Return a semaphore lease's permits.
--- KEYS[1] holders  KEYS[2] weights (see semaphore-acquire.lua)
--- ARGV[1] token
+-- Return a semaphore lease's permits, and admit waiters they make room for.
+-- KEYS as semaphore-acquire.lua.  ARGV[1] token  ARGV[2] channel announcing grants
 -- Returns 1 when the lease was live, 0 when it was gone or had lapsed (its
 -- entry, if still present, is removed either way).
-local holders, weights, token = KEYS[1], KEYS[2], ARGV[1]
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local holders, weights, queue, info, expiry, tickets, limits = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local token, channel = ARGV[1], ARGV[2]
+--!include lib/clock.lua
+--!include lib/holders.lua
+--!include lib/queue.lua
+--!include lib/grant-semaphore.lua
 
-local score = redis.call('ZSCORE', holders, token)
-if not score then return 0 end
-redis.call('ZREM', holders, token)
-local w = redis.call('HGET', weights, token)
-if w then
-  redis.call('HDEL', weights, token)
-  redis.call('HINCRBY', weights, '~extra', 1 - tonumber(w))
+local score = holders_remove(token)
+if redis.call('EXISTS', queue) == 1 then
+  holders_prune(now)
+  queue_prune(now)
+  grant(now, tonumber(redis.call('GET', limits)), channel)
+  queue_expire(now, limits)
 end
-if redis.call('EXISTS', holders) == 0 then redis.call('DEL', weights) end
-if tonumber(score) <= now then return 0 end
+holders_expire(now)
+if not score or score <= now then return 0 end
 return 1

@@ -1,17 +1,17 @@
-// Embeds lua/*.lua into src/store/lua.generated.ts, so the built package
-// works from ESM, CommonJS and bundles without reading files at run time.
-// lua/ stays the single source; the generated file is not committed.
+// Embeds lua/*.lua (with their lib/ fragments pasted in) into
+// src/store/lua.generated.ts, so the built package works from ESM, CommonJS
+// and bundles without reading files at run time. lua/ stays the single
+// source; the generated file is not committed.
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { luaRoot, luaSource } from "./lua-source.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const names = readdirSync(join(root, "lua"))
+const names = readdirSync(luaRoot)
   .filter((name) => name.endsWith(".lua"))
   .sort();
 const entries = names.map((name) => {
-  const source = readFileSync(join(root, "lua", name), "utf8");
+  const source = luaSource(name);
   const sha = createHash("sha1").update(source).digest("hex");
   const id = name.replace(/\.lua$/, "").replace(/-(\w)/g, (_, c) => c.toUpperCase());
   return `  ${id}: { name: ${JSON.stringify(name)}, sha: ${JSON.stringify(sha)}, source: ${JSON.stringify(source)} },`;
@@ -21,4 +21,4 @@ export const scripts = {
 ${entries.join("\n")}
 } as const;
 `;
-writeFileSync(join(root, "src/store/lua.generated.ts"), text);
+writeFileSync(join(luaRoot, "..", "src/store/lua.generated.ts"), text);

@@ -1,9 +1,10 @@
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import calculateSlot from "cluster-key-slot";
 import type { Redis } from "ioredis";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { luaSource } from "../scripts/lua-source.mjs";
 import { lock, redisStore, type Store, StoreUnavailableError, semaphore } from "../src/index.js";
 import { scripts } from "../src/store/lua.generated.js";
 import { newRedis, uniquePrefix } from "./support/redis.js";
@@ -50,8 +51,9 @@ describe("redis store", () => {
     const embedded = Object.values(scripts);
     expect(embedded.map((script) => script.name).sort()).toEqual(files.sort());
     for (const script of embedded) {
-      const source = readFileSync(new URL(`../lua/${script.name}`, import.meta.url), "utf8");
-      expect(script.sha).toBe(createHash("sha1").update(source).digest("hex"));
+      expect(script.source).toBe(luaSource(script.name));
+      expect(script.source).not.toContain("--!include");
+      expect(script.sha).toBe(createHash("sha1").update(script.source).digest("hex"));
     }
     const redis = newRedis();
     const slots = semaphore(redis, { limit: 1, prefix: uniquePrefix() });

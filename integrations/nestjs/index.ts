@@ -27,6 +27,7 @@ import {
 import { watchNodeResponse } from "../../src/http/node-response.js";
 import type { Rejection } from "../../src/http/problem.js";
 import type { LockLease, SemaphoreLease } from "../../src/lease.js";
+import { memoryStore } from "../../src/store/memory.js";
 
 /**
  * The request a `key`, `limit`, `weight` or `skip` function receives: the
@@ -188,16 +189,7 @@ function guardWith(route: Route): ClassDecorator & MethodDecorator {
 }
 
 /** Stands in for the module's client while a decorator's options are checked; never used for leases. */
-const VALIDATION_STORE: ClientInput = {
-  kind: "validation",
-  semaphoreAcquire: () => Promise.reject(new Error("not for use")),
-  semaphoreExtend: () => Promise.resolve(false),
-  semaphoreRelease: () => Promise.resolve(false),
-  semaphoreCount: () => Promise.resolve(0),
-  lockAcquire: () => Promise.reject(new Error("not for use")),
-  lockExtend: () => Promise.resolve(false),
-  lockRelease: () => Promise.resolve(false),
-};
+const VALIDATION_STORE: ClientInput = memoryStore();
 
 /**
  * Admits a request to the decorated handler (or every handler of the

@@ -1,15 +1,27 @@
-import { ValidationError } from "../errors.js";
+import { StoreUnavailableError, ValidationError } from "../errors.js";
 import { knownOptions, optionsObject, positiveMs } from "../validate.js";
 import { scripts } from "./lua.generated.js";
-import type { AcquireReply, Store } from "./types.js";
+import type { AcquireReply, QueueOptions, Store, WaiterStatus } from "./types.js";
 
 /**
  * The part of a Redis client leasehold uses, typed structurally so that an
- * ioredis `Redis` or `Cluster` (or any compatible client) fits.
+ * ioredis `Redis` or `Cluster` (or any compatible client) fits. `duplicate`
+ * gives the subscriber connection that wakes waiters; without it, waiting
+ * still works, woken by timers only.
  */
 export interface RedisClient {
   evalsha(...args: never[]): Promise<unknown>;
   eval(...args: never[]): Promise<unknown>;
+  duplicate?(...args: never[]): unknown;
+}
+
+/** The part of a subscriber connection leasehold uses. */
+interface Subscriber {
+  subscribe(channel: string): Promise<unknown>;
+  unsubscribe(channel: string): Promise<unknown>;
+  on(event: "message", listener: (channel: string, message: string) => void): unknown;
+  on(event: "error", listener: (error: Error) => void): unknown;
+  disconnect(): void;
 }
 
 type ScriptCall = (script: string, keyCount: number, ...args: (string | number)[]) => Promise<unknown>;
@@ -24,12 +36,20 @@ export interface RedisStoreOptions {
    * @default 2000
    */
   timeoutMs?: number;
+  /**
+   * A waiter's own lease: each process refreshes its waiters' leases (one
+   * call per id per third of this), so a waiter whose process dies stops
+   * blocking the queue after at most this long.
+   * @default 5000
+   */
+  waiterLeaseMs?: number;
 }
 
 /** A Store that also says how long its round trips may take. */
 export interface RedisStore extends Store {
   readonly kind: "redis";
   readonly timeoutMs: number;
+  readonly waiterLeaseMs: number;
   readonly client: RedisClient;
 }
 
@@ -47,9 +67,18 @@ async function runScript(client: RedisClient, script: Script, keys: string[], ar
   }
 }
 
+const STATUS_REPLIES = [0, 1, 2, 3];
+
 function acquireReply(reply: unknown, script: Script): AcquireReply {
-  if (Array.isArray(reply) && reply.length === 2 && (reply[0] === 0 || reply[0] === 1) && typeof reply[1] === "number") {
-    return { acquired: reply[0] === 1, retryAfterMs: reply[1] };
+  if (Array.isArray(reply) && reply.length === 2 && STATUS_REPLIES.includes(reply[0]) && typeof reply[1] === "number") {
+    const [status, retryAfterMs] = reply as [number, number];
+    if (status === 1) return { acquired: true, retryAfterMs: 0 };
+    return {
+      acquired: false,
+      retryAfterMs,
+      ...(status === 2 ? { queued: true } : {}),
+      ...(status === 3 ? { queueFull: true } : {}),
+    };
   }
   throw unexpected(reply, script);
 }
@@ -59,21 +88,48 @@ function flag(reply: unknown, script: Script): boolean {
   throw unexpected(reply, script);
 }
 
+const WAITER_STATUS: Record<number, WaiterStatus> = { 0: "gone", 1: "held", 2: "waiting" };
+
+function statuses(reply: unknown, count: number, script: Script): WaiterStatus[] {
+  if (Array.isArray(reply) && reply.length === count && reply.every((status) => WAITER_STATUS[status] !== undefined)) {
+    return reply.map((status: number) => WAITER_STATUS[status] as WaiterStatus);
+  }
+  throw unexpected(reply, script);
+}
+
 function unexpected(reply: unknown, script: Script): Error {
   return new Error(`unexpected reply ${JSON.stringify(reply)} from ${script.name}`);
 }
 
+/** The companion keys of a semaphore (see lua/lib/holders.lua and queue.lua), all in its hash slot. */
+const semaphoreKeys = (key: string): string[] => [key, `${key}:w`, `${key}:q`, `${key}:qi`, `${key}:qe`, `${key}:n`, `${key}:l`];
+const lockKeys = (key: string): string[] => [key, `${key}:q`, `${key}:qi`, `${key}:qe`, `${key}:n`];
+/** Where grants on a key are announced. */
+const channelOf = (key: string): string => `${key}:ch`;
+
 class RedisLeaseStore implements RedisStore {
   readonly kind = "redis";
+  #subscriber: Subscriber | undefined;
+  readonly #channels = new Map<string, { listeners: Set<(tokens: readonly string[]) => void>; ready: Promise<unknown> }>();
+  #idle: NodeJS.Timeout | undefined;
 
   constructor(
     readonly client: RedisClient,
     readonly timeoutMs: number,
+    readonly waiterLeaseMs: number,
   ) {}
 
-  async semaphoreAcquire(key: string, token: string, limit: number, weight: number, leaseMs: number): Promise<AcquireReply> {
+  async semaphoreAcquire(
+    key: string,
+    token: string,
+    limit: number,
+    weight: number,
+    leaseMs: number,
+    queue?: QueueOptions,
+  ): Promise<AcquireReply> {
     const script = scripts.semaphoreAcquire;
-    return acquireReply(await runScript(this.client, script, [key, `${key}:w`], [token, limit, weight, leaseMs]), script);
+    const args = [token, limit, weight, leaseMs, queue?.claimMs ?? 0, queue?.maxQueue ?? 0, channelOf(key)];
+    return acquireReply(await runScript(this.client, script, semaphoreKeys(key), args), script);
   }
 
   async semaphoreExtend(key: string, token: string, leaseMs: number): Promise<boolean> {
@@ -83,7 +139,7 @@ class RedisLeaseStore implements RedisStore {
 
   async semaphoreRelease(key: string, token: string): Promise<boolean> {
     const script = scripts.semaphoreRelease;
-    return flag(await runScript(this.client, script, [key, `${key}:w`], [token]), script);
+    return flag(await runScript(this.client, script, semaphoreKeys(key), [token, channelOf(key)]), script);
   }
 
   async semaphoreCount(key: string): Promise<number> {
@@ -92,9 +148,23 @@ class RedisLeaseStore implements RedisStore {
     throw unexpected(reply, scripts.semaphoreCount);
   }
 
-  async lockAcquire(key: string, token: string, ttlMs: number): Promise<AcquireReply> {
+  async semaphoreLeave(key: string, token: string): Promise<void> {
+    await runScript(this.client, scripts.semaphoreLeave, semaphoreKeys(key), [token, channelOf(key)]);
+  }
+
+  async semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterStatus[]> {
+    const script = scripts.semaphoreRefreshWaiters;
+    return statuses(
+      await runScript(this.client, script, semaphoreKeys(key), [claimMs, channelOf(key), ...tokens]),
+      tokens.length,
+      script,
+    );
+  }
+
+  async lockAcquire(key: string, token: string, ttlMs: number, queue?: QueueOptions): Promise<AcquireReply> {
     const script = scripts.lockAcquire;
-    return acquireReply(await runScript(this.client, script, [key], [token, ttlMs]), script);
+    const args = [token, ttlMs, queue?.claimMs ?? 0, queue?.maxQueue ?? 0, channelOf(key)];
+    return acquireReply(await runScript(this.client, script, lockKeys(key), args), script);
   }
 
   async lockExtend(key: string, token: string, ttlMs: number): Promise<boolean> {
@@ -104,7 +174,98 @@ class RedisLeaseStore implements RedisStore {
 
   async lockRelease(key: string, token: string): Promise<boolean> {
     const script = scripts.lockRelease;
-    return flag(await runScript(this.client, script, [key], [token]), script);
+    return flag(await runScript(this.client, script, lockKeys(key), [token, channelOf(key)]), script);
+  }
+
+  async lockLeave(key: string, token: string): Promise<void> {
+    await runScript(this.client, scripts.lockLeave, lockKeys(key), [token, channelOf(key)]);
+  }
+
+  async lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterStatus[]> {
+    const script = scripts.lockRefreshWaiters;
+    return statuses(
+      await runScript(this.client, script, lockKeys(key), [claimMs, channelOf(key), ...tokens]),
+      tokens.length,
+      script,
+    );
+  }
+
+  /**
+   * One subscriber connection per client, shared by every waiter of this
+   * process; a channel is subscribed while a local waiter needs it, and the
+   * connection is closed a second after the last one leaves.
+   */
+  async watch(key: string, onGrant: (tokens: readonly string[]) => void): Promise<() => void> {
+    const subscriber = this.#connect();
+    if (subscriber === undefined) return () => {};
+    const channel = channelOf(key);
+    let entry = this.#channels.get(channel);
+    if (entry === undefined) {
+      entry = { listeners: new Set(), ready: subscriber.subscribe(channel) };
+      this.#channels.set(channel, entry);
+    }
+    entry.listeners.add(onGrant);
+    const current = entry;
+    const stop = () => {
+      current.listeners.delete(onGrant);
+      if (current.listeners.size > 0 || this.#channels.get(channel) !== current) return;
+      this.#channels.delete(channel);
+      subscriber.unsubscribe(channel).catch(() => {});
+      this.#closeWhenIdle();
+    };
+    try {
+      await withTimeout(current.ready, this.timeoutMs);
+    } catch (error) {
+      stop();
+      throw error;
+    }
+    return stop;
+  }
+
+  #connect(): Subscriber | undefined {
+    clearTimeout(this.#idle);
+    if (this.#subscriber !== undefined) return this.#subscriber;
+    if (typeof this.client.duplicate !== "function") return undefined;
+    const subscriber = (this.client.duplicate as () => Subscriber)();
+    subscriber.on("error", () => {
+      // Connection trouble shows up as failed calls on the main client; timers back waiting up.
+    });
+    subscriber.on("message", (channel, message) => {
+      const entry = this.#channels.get(channel);
+      if (entry === undefined) return;
+      const tokens = message.split(" ");
+      for (const listener of entry.listeners) listener(tokens);
+    });
+    this.#subscriber = subscriber;
+    return subscriber;
+  }
+
+  #closeWhenIdle(): void {
+    if (this.#channels.size > 0) return;
+    clearTimeout(this.#idle);
+    this.#idle = setTimeout(() => {
+      if (this.#channels.size > 0 || this.#subscriber === undefined) return;
+      this.#subscriber.disconnect();
+      this.#subscriber = undefined;
+    }, 1000);
+    this.#idle.unref();
+  }
+}
+
+async function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      pending,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new StoreUnavailableError(`the redis subscriber did not answer within ${ms} ms.`, undefined, "redis")),
+          ms,
+        );
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -127,10 +288,18 @@ export function redisStore(client: RedisClient, options: RedisStoreOptions = {})
     throw new ValidationError("client", "redisStore(client) needs an ioredis Redis or Cluster (anything with evalsha and eval).");
   }
   const given = optionsObject(options, "redisStore");
-  knownOptions(given, ["timeoutMs"], "redisStore");
+  knownOptions(given, ["timeoutMs", "waiterLeaseMs"], "redisStore");
   const timeoutMs =
     given.timeoutMs === undefined
       ? 2000
       : positiveMs("timeoutMs", given.timeoutMs, "Pass the longest a Redis round trip may take before failing, e.g. 2000.");
-  return new RedisLeaseStore(client, timeoutMs);
+  const waiterLeaseMs =
+    given.waiterLeaseMs === undefined
+      ? 5000
+      : positiveMs(
+          "waiterLeaseMs",
+          given.waiterLeaseMs,
+          "Pass how long a waiter stays queued without its process refreshing it, e.g. 5000.",
+        );
+  return new RedisLeaseStore(client, timeoutMs, waiterLeaseMs);
 }

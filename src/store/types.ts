@@ -1,12 +1,30 @@
 /**
- * The answer to an acquire attempt. When `acquired` is false,
- * `retryAfterMs` is how long until the nearest current lease ends at the
- * latest (a holder that releases early frees its permit sooner).
+ * The answer to an acquire attempt. When not acquired, `retryAfterMs` is how
+ * long until the nearest current lease ends at the latest (a holder that
+ * releases early frees its permit sooner); `queued` says the caller now waits
+ * in the id's queue; `queueFull` that the queue was at its `maxQueue`.
  */
 export interface AcquireReply {
   acquired: boolean;
   retryAfterMs: number;
+  queued?: boolean;
+  queueFull?: boolean;
 }
+
+/** How a caller that finds no permit joins the waiting room. */
+export interface QueueOptions {
+  /**
+   * The waiter's own lease: its process must refresh it within this time, or
+   * the waiter is dropped (its process died). Also how long a permit granted
+   * to a waiter stays reserved until the waiter claims it.
+   */
+  claimMs: number;
+  /** The most waiters on one id; 0 for no bound. */
+  maxQueue: number;
+}
+
+/** Where a waiter stands: granted (claim it), still waiting, or gone from the queue. */
+export type WaiterStatus = "held" | "waiting" | "gone";
 
 /**
  * Where leases live. `memoryStore()` and `redisStore()` implement it; anything
@@ -15,32 +33,60 @@ export interface AcquireReply {
  * primitive derives from its prefix and id (`{prefix:id}`); a store may derive
  * companion keys from it.
  *
- * The store never decides policy (retries, renewal, loss): that is the lease
- * keeper's job, so both stores share it.
+ * The store never decides policy (retries, renewal, loss, how long to wait):
+ * that is the engine's job, so both stores share it. It keeps the waiting
+ * room's order and grants permits to waiters, in ticket order, as they free.
  */
 export interface Store {
   /** `"memory"` or `"redis"`; shown in errors and problem responses. */
   readonly kind: string;
+  /** Default length of a waiter's own lease (see {@link QueueOptions.claimMs}). */
+  readonly waiterLeaseMs?: number;
 
   /**
-   * Prune lapsed holders, then take `weight` permits for `token` if they fit
-   * under `limit`. Idempotent per token: a token that already holds is
-   * refreshed, never counted twice.
+   * Prune lapsed holders and waiters, grant waiters that now fit, then take
+   * `weight` permits for `token` if they fit under `limit` and nobody waits.
+   * With `queue`, a caller that finds no permit joins the queue instead of
+   * being refused; a waiter calling again refreshes its place or claims its
+   * grant. Idempotent per token: a token that already holds is refreshed,
+   * never counted twice.
    */
-  semaphoreAcquire(key: string, token: string, limit: number, weight: number, leaseMs: number): Promise<AcquireReply>;
+  semaphoreAcquire(
+    key: string,
+    token: string,
+    limit: number,
+    weight: number,
+    leaseMs: number,
+    queue?: QueueOptions,
+  ): Promise<AcquireReply>;
   /** Push `token`'s expiry to now + `leaseMs`; false unless it holds a live lease. */
   semaphoreExtend(key: string, token: string, leaseMs: number): Promise<boolean>;
-  /** Return `token`'s permits; true only if its lease was still live. */
+  /** Return `token`'s permits (and grant waiters they make room for); true only if its lease was still live. */
   semaphoreRelease(key: string, token: string): Promise<boolean>;
   /** Live holders (not permits) of the semaphore. */
   semaphoreCount(key: string): Promise<number>;
+  /** Leave the queue, returning a grant not yet claimed. */
+  semaphoreLeave(key: string, token: string): Promise<void>;
+  /** Keep these waiters' leases alive, grant who fits, and say where each stands. */
+  semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterStatus[]>;
 
-  /** Take the lock for `token` if free (or refresh it if `token` holds it already). */
-  lockAcquire(key: string, token: string, ttlMs: number): Promise<AcquireReply>;
+  /** Take the lock for `token` if free and nobody waits (or refresh it if `token` holds it); with `queue`, wait in line. */
+  lockAcquire(key: string, token: string, ttlMs: number, queue?: QueueOptions): Promise<AcquireReply>;
   /** Push the lock's expiry to now + `ttlMs`; false unless `token` holds it. */
   lockExtend(key: string, token: string, ttlMs: number): Promise<boolean>;
-  /** Delete the lock; true only if `token` held it. */
+  /** Delete the lock (and hand it to the head waiter); true only if `token` held it. */
   lockRelease(key: string, token: string): Promise<boolean>;
+  /** Leave the lock's queue, returning a grant not yet claimed. */
+  lockLeave(key: string, token: string): Promise<void>;
+  /** Keep these waiters' leases alive, grant the lock if free, and say where each stands. */
+  lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterStatus[]>;
+
+  /**
+   * Calls `onGrant` with the tokens granted on `key` (by any process), so
+   * their waiters can claim at once. Resolves once listening. Delivery is best
+   * effort: the engine backs it up with timers.
+   */
+  watch(key: string, onGrant: (tokens: readonly string[]) => void): Promise<() => void>;
 }
 
 /** Tells a store apart from a Redis client, a promise or a factory. */

@@ -23,7 +23,7 @@ export const storesUnderTest: StoreUnderTest[] = [
   { name: "redis", make: () => redisStore(shared()), redis: shared },
 ];
 
-type Method = Exclude<keyof Store, "kind">;
+type Method = Exclude<keyof Store, "kind" | "waiterLeaseMs">;
 
 /** What a spy store does instead of the real call, for one call number of one method. */
 export type Fault = "throw" | "hang" | undefined;
@@ -39,13 +39,18 @@ export function spyStore(inner: Store, faults: Partial<Record<Method, (n: number
     semaphoreExtend: 0,
     semaphoreRelease: 0,
     semaphoreCount: 0,
+    semaphoreLeave: 0,
+    semaphoreRefreshWaiters: 0,
     lockAcquire: 0,
     lockExtend: 0,
     lockRelease: 0,
+    lockLeave: 0,
+    lockRefreshWaiters: 0,
+    watch: 0,
   };
   const wrap =
     <M extends Method>(method: M) =>
-    async (...args: Parameters<Store[M]>): Promise<unknown> => {
+    async (...args: Parameters<Extract<Store[M], (...a: never[]) => unknown>>): Promise<unknown> => {
       calls[method] += 1;
       const fault = faults[method]?.(calls[method]);
       if (fault === "throw") throw new Error(`injected failure of ${method} #${calls[method]}`);
@@ -55,13 +60,19 @@ export function spyStore(inner: Store, faults: Partial<Record<Method, (n: number
   const store = {
     kind: `spy(${inner.kind})`,
     timeoutMs,
+    waiterLeaseMs: inner.waiterLeaseMs,
     semaphoreAcquire: wrap("semaphoreAcquire"),
     semaphoreExtend: wrap("semaphoreExtend"),
     semaphoreRelease: wrap("semaphoreRelease"),
     semaphoreCount: wrap("semaphoreCount"),
+    semaphoreLeave: wrap("semaphoreLeave"),
+    semaphoreRefreshWaiters: wrap("semaphoreRefreshWaiters"),
     lockAcquire: wrap("lockAcquire"),
     lockExtend: wrap("lockExtend"),
     lockRelease: wrap("lockRelease"),
+    lockLeave: wrap("lockLeave"),
+    lockRefreshWaiters: wrap("lockRefreshWaiters"),
+    watch: wrap("watch"),
   };
   return { store: store as Store, calls };
 }

@@ -1,0 +1,21 @@
+-- Admits waiters from the head, in ticket order, while their weights fit:
+-- a heavy head holds back lighter waiters behind it (strict order). A granted
+-- waiter holds its permits for its claim window until its process claims
+-- them with a full lease, so a dead waiter wastes them only briefly.
+-- Announces the granted tokens on the channel. Needs holders.lua and queue.lua.
+local function grant(now, limit, channel)
+  if not limit then return end
+  local used = holders_used()
+  local granted = {}
+  while true do
+    local head = queue_head()
+    if not head then break end
+    local w, _, claim = queue_info(head)
+    if used + w > limit then break end
+    queue_drop(head)
+    holders_add(head, w, now + claim)
+    used = used + w
+    granted[#granted + 1] = head
+  end
+  if #granted > 0 then redis.call('PUBLISH', channel, table.concat(granted, ' ')) end
+end

@@ -1,0 +1,26 @@
+-- One process's periodic call for all its waiters on one lock: keep their waiter
+-- leases alive, drop lapsed waiters, hand a free lock to the head.
+-- KEYS as lock-acquire.lua.  ARGV[1] claim ms  ARGV[2] channel  ARGV[3..] tokens
+-- Returns, per token: 1 holds (granted: claim it), 2 still waiting, 0 gone.
+local lock, queue, info, expiry, tickets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local claim, channel = tonumber(ARGV[1]), ARGV[2]
+--!include lib/clock.lua
+--!include lib/queue.lua
+--!include lib/grant-lock.lua
+
+for i = 3, #ARGV do redis.call('ZADD', expiry, 'XX', now + claim, ARGV[i]) end
+queue_prune(now)
+grant(now, channel)
+queue_expire(now)
+local holder = redis.call('GET', lock)
+local statuses = {}
+for i = 3, #ARGV do
+  if holder == ARGV[i] then
+    statuses[#statuses + 1] = 1
+  elseif redis.call('ZSCORE', queue, ARGV[i]) then
+    statuses[#statuses + 1] = 2
+  else
+    statuses[#statuses + 1] = 0
+  end
+end
+return statuses
