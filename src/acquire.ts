@@ -1,8 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { StoreSource } from "./client.js";
-import type { AcquireReply, Store } from "./store/types.js";
+import type { NotAcquiredReason } from "./errors.js";
+import type { CallSettings } from "./options.js";
+import type { AcquireReply, QueueOptions, Store, WaiterStatus } from "./store/types.js";
 import { acquireOrCleanUp } from "./store-call.js";
+import { WaitEnded, waitForGrant } from "./waiting.js";
 
 /** A fresh lease token: 128 random bits, so no other holder can guess or collide with it. */
 export function newToken(): string {
@@ -14,41 +17,96 @@ export function storeKey(prefix: string, id: string): string {
   return `{${prefix}:${id}}`;
 }
 
-export type Acquired = { acquired: true; store: Store; token: string; sentAt: number };
-export type Refused = { acquired: false; retryAfterMs: number };
+/** How long a waiter's own lease lasts when the store does not say. */
+const DEFAULT_WAITER_LEASE_MS = 5000;
+
+/** Why no lease was had: every permit taken (fail fast or spin), the queue at `maxQueue`, or `waitMs` spent. */
+export type RefusalReason = NotAcquiredReason;
+
+export type Acquired = { acquired: true; store: Store; token: string; sentAt: number; waitedMs: number };
+export type Refused = { acquired: false; retryAfterMs: number; reason: RefusalReason };
+
+/** The store calls of one primitive on one key. */
+export interface KeyOps {
+  kind: "semaphore" | "lock";
+  /** The store key (`{prefix:id}`). */
+  key: string;
+  take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply>;
+  /** Leave the queue and return anything held: the clean-up for an unknown outcome or a wait given up. */
+  leave(store: Store, token: string): Promise<void>;
+  refresh(store: Store, tokens: readonly string[], claimMs: number): Promise<WaiterStatus[]>;
+}
 
 /**
- * Tries to take a lease, `1 + retries` times, `retryDelayMs` apart, with one
- * token throughout (so a late answer to an earlier attempt is the same
- * lease). `sentAt` is when the winning attempt was sent: the lease's deadline
- * counts from there.
+ * Takes a lease in one of three modes. Fail fast (default): one attempt.
+ * Spin (`retries`): `1 + retries` attempts, `retryDelayMs` apart. Queue
+ * (`waitMs`): join the id's FIFO queue and wait for the store to grant,
+ * woken by notification. One token throughout, so a late answer to an
+ * earlier attempt is the same lease. `sentAt` is when the winning attempt
+ * was sent: the lease's deadline counts from there.
  */
-export async function acquireLease(
-  source: StoreSource,
-  retries: number,
-  retryDelayMs: number,
-  take: (store: Store, token: string) => Promise<AcquireReply>,
-  give: (store: Store, token: string) => Promise<boolean>,
-  signal?: AbortSignal,
-): Promise<Acquired | Refused> {
+export async function acquireLease(source: StoreSource, settings: CallSettings, ops: KeyOps): Promise<Acquired | Refused> {
+  const { signal } = settings;
   signal?.throwIfAborted();
+  const startedAt = performance.now();
   const store = await source.get();
   const token = newToken();
-  for (let attempt = 0; ; attempt++) {
-    const sentAt = performance.now();
+  const attempt = async (queue?: QueueOptions): Promise<AcquireReply> => {
     const reply = await acquireOrCleanUp(
       store,
-      () => take(store, token),
-      () => give(store, token),
+      () => ops.take(store, token, queue),
+      () => ops.leave(store, token),
     );
     if (signal?.aborted) {
-      // The caller gave up while the attempt was in flight: nobody will use this permit.
-      if (reply.acquired) give(store, token).catch(() => {});
+      // The caller gave up while the attempt was in flight: nobody will use this permit or place.
+      ops.leave(store, token).catch(() => {});
       throw signal.reason;
     }
-    if (reply.acquired) return { acquired: true, store, token, sentAt };
-    if (attempt >= retries) return { acquired: false, retryAfterMs: reply.retryAfterMs };
-    if (retryDelayMs > 0) await pauseUnlessAborted(retryDelayMs, signal);
+    return reply;
+  };
+  const acquired = (sentAt: number): Acquired => ({
+    acquired: true,
+    store,
+    token,
+    sentAt,
+    waitedMs: performance.now() - startedAt,
+  });
+
+  if (settings.waitMs > 0) {
+    const queue: QueueOptions = { claimMs: store.waiterLeaseMs ?? DEFAULT_WAITER_LEASE_MS, maxQueue: settings.maxQueue };
+    const sentAt = performance.now();
+    const reply = await attempt(queue);
+    if (reply.acquired) return acquired(sentAt);
+    if (reply.queued !== true)
+      return { acquired: false, retryAfterMs: reply.retryAfterMs, reason: reply.queueFull === true ? "queue-full" : "full" };
+    try {
+      return acquired(
+        await waitForGrant({
+          store,
+          room: `${ops.kind} ${ops.key}`,
+          key: ops.key,
+          token,
+          claimMs: queue.claimMs,
+          remainingMs: Math.max(1, settings.waitMs - (performance.now() - startedAt)),
+          signal,
+          retryAfterMs: reply.retryAfterMs,
+          claim: () => attempt(queue),
+          leave: () => ops.leave(store, token),
+          refresh: (tokens) => ops.refresh(store, tokens, queue.claimMs),
+        }),
+      );
+    } catch (error) {
+      if (error instanceof WaitEnded) return { acquired: false, retryAfterMs: error.retryAfterMs, reason: error.reason };
+      throw error;
+    }
+  }
+
+  for (let count = 0; ; count++) {
+    const sentAt = performance.now();
+    const reply = await attempt();
+    if (reply.acquired) return acquired(sentAt);
+    if (count >= settings.retries) return { acquired: false, retryAfterMs: reply.retryAfterMs, reason: "full" };
+    if (settings.retryDelayMs > 0) await pauseUnlessAborted(settings.retryDelayMs, signal);
   }
 }
 

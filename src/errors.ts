@@ -39,6 +39,21 @@ export class ValidationError extends LeaseholdError {
   }
 }
 
+/** Why an acquire came back empty-handed. */
+export type NotAcquiredReason = "full" | "queue-full" | "wait-timeout";
+
+const REFUSALS: Record<NotAcquiredReason, string> = {
+  full: "is full. Shed the call, pass waitMs to queue fairly for a permit, or retries to spin.",
+  "queue-full": "is full and its queue is at maxQueue. Shed the call, or raise maxQueue if the wait is worth it.",
+  "wait-timeout": "had no permit free within waitMs. Shed the call, or raise waitMs or the limit.",
+};
+
+const LOCK_REFUSALS: Record<NotAcquiredReason, string> = {
+  full: "is held by another caller. Back off, pass waitMs to queue fairly for it, or retries to spin.",
+  "queue-full": "is held and its queue is at maxQueue. Back off, or raise maxQueue.",
+  "wait-timeout": "stayed held for all of waitMs. Back off, or raise waitMs.",
+};
+
 /**
  * Every permit of a semaphore was taken (after any retries). `run` throws it;
  * `acquire` resolves `null` instead.
@@ -57,15 +72,15 @@ export class SemaphoreNotAcquiredError extends LeaseholdError {
   readonly limit: number;
   /** When a permit is next expected to free up, in ms; an upper bound taken from the nearest lease expiry. */
   readonly retryAfterMs: number;
+  /** `"full"`: every permit taken; `"queue-full"`: the queue was at `maxQueue`; `"wait-timeout"`: `waitMs` ran out. */
+  readonly reason: NotAcquiredReason;
 
-  constructor(key: string, limit: number, retryAfterMs: number) {
-    super(
-      "ERR_SEMAPHORE_NOT_ACQUIRED",
-      `leasehold: semaphore "${key}" is full (limit ${limit}). Shed the call, or pass retries/retryDelayMs to spin for a permit.`,
-    );
+  constructor(key: string, limit: number, retryAfterMs: number, reason: NotAcquiredReason = "full") {
+    super("ERR_SEMAPHORE_NOT_ACQUIRED", `leasehold: semaphore "${key}" (limit ${limit}) ${REFUSALS[reason]}`);
     this.key = key;
     this.limit = limit;
     this.retryAfterMs = retryAfterMs;
+    this.reason = reason;
   }
 }
 
@@ -113,14 +128,14 @@ export class LockNotAcquiredError extends LeaseholdError {
   readonly key: string;
   /** When the lock's current lease ends at the latest, in ms. */
   readonly retryAfterMs: number;
+  /** `"full"`: the lock is held; `"queue-full"`: its queue was at `maxQueue`; `"wait-timeout"`: `waitMs` ran out. */
+  readonly reason: NotAcquiredReason;
 
-  constructor(key: string, retryAfterMs: number) {
-    super(
-      "ERR_LOCK_NOT_ACQUIRED",
-      `leasehold: lock "${key}" is held by another caller. Back off, or pass retries/retryDelayMs to spin for it.`,
-    );
+  constructor(key: string, retryAfterMs: number, reason: NotAcquiredReason = "full") {
+    super("ERR_LOCK_NOT_ACQUIRED", `leasehold: lock "${key}" ${LOCK_REFUSALS[reason]}`);
     this.key = key;
     this.retryAfterMs = retryAfterMs;
+    this.reason = reason;
   }
 }
 

@@ -5,6 +5,7 @@ export {
   type LeaseLostError,
   LockLeaseLostError,
   LockNotAcquiredError,
+  type NotAcquiredReason,
   SemaphoreLeaseLostError,
   SemaphoreNotAcquiredError,
   StoreUnavailableError,
@@ -12,7 +13,7 @@ export {
 } from "./errors.js";
 export type { Lease, LockLease, SemaphoreLease } from "./lease.js";
 export { type Lock, type LockAcquireOptions, type LockOptions, type LockRunOptions, lock } from "./lock.js";
-export type { CallOptions, KeepingOptions, RetryOptions } from "./options.js";
+export type { CallOptions, KeepingOptions, RetryOptions, WaitOptions } from "./options.js";
 export {
   type Semaphore,
   type SemaphoreAcquireOptions,
@@ -20,7 +21,7 @@ export {
   type SemaphoreRunOptions,
   semaphore,
 } from "./semaphore.js";
-export { memoryStore } from "./store/memory.js";
+export { type MemoryStoreOptions, memoryStore } from "./store/memory.js";
 export { type RedisClient, type RedisStore, type RedisStoreOptions, redisStore } from "./store/redis.js";
-export type { AcquireReply, Store } from "./store/types.js";
+export type { AcquireReply, Grant, QueueOptions, Store, WaiterStatus } from "./store/types.js";
 export { MAX_ID_LENGTH } from "./validate.js";

@@ -25,6 +25,8 @@ export interface Lease {
    * known to be gone. Pass it to the work the lease protects.
    */
   readonly signal: AbortSignal;
+  /** How long the caller waited for this lease (in a queue, or spinning), in ms. */
+  readonly waitedMs: number;
   /**
    * Pushes the expiry to now + `ms` (default: the lease's own length).
    * Resolves true while the lease is ours; false once it is gone, which also
@@ -83,6 +85,7 @@ export class LeaseHandle implements Lease {
     readonly token: string,
     readonly leaseMs: number,
     sentAt: number,
+    readonly waitedMs: number,
     backend: LeaseBackend,
   ) {
     this.signal = this.#controller.signal;

@@ -1,4 +1,4 @@
-import { acquireLease, storeKey } from "./acquire.js";
+import { acquireLease, type RefusalReason, storeKey } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { LockLeaseLostError, LockNotAcquiredError, ValidationError } from "./errors.js";
 import { keepLease } from "./keeper.js";
@@ -12,11 +12,12 @@ import {
   type RetryOptions,
   resolveCall,
   resolveDefaults,
+  type WaitOptions,
 } from "./options.js";
 import { id as checkId, knownOptions, optionsObject } from "./validate.js";
 
 /** Options of `acquire` on a lock. */
-export interface LockAcquireOptions extends RetryOptions, CallOptions {
+export interface LockAcquireOptions extends RetryOptions, WaitOptions, CallOptions {
   /**
    * How long the lock is held without an extend, in ms.
    * @default the lock's ttlMs (30000)
@@ -28,7 +29,7 @@ export interface LockAcquireOptions extends RetryOptions, CallOptions {
 export interface LockRunOptions extends LockAcquireOptions, KeepingOptions {}
 
 /** Options of {@link lock}. Every `acquire`/`run` option may be given here as a default. */
-export interface LockOptions extends RetryOptions, KeepingOptions {
+export interface LockOptions extends RetryOptions, WaitOptions, KeepingOptions {
   /**
    * Where leases live: an ioredis `Redis` or `Cluster`, a promise of one, a
    * factory, or a store. Omitted: the process-wide embedded memory store.
@@ -63,8 +64,18 @@ export interface Lock {
   run<T>(id: string, fn: (lease: LockLease) => T | PromiseLike<T>, options?: LockRunOptions): Promise<T>;
 }
 
-const FACTORY_OPTIONS = ["client", "prefix", "ttlMs", "retries", "retryDelayMs", "heartbeatMs", "onRenewError"] as const;
-const ACQUIRE_OPTIONS = ["ttlMs", "retries", "retryDelayMs", "signal"] as const;
+const FACTORY_OPTIONS = [
+  "client",
+  "prefix",
+  "ttlMs",
+  "retries",
+  "retryDelayMs",
+  "waitMs",
+  "maxQueue",
+  "heartbeatMs",
+  "onRenewError",
+] as const;
+const ACQUIRE_OPTIONS = ["ttlMs", "retries", "retryDelayMs", "waitMs", "maxQueue", "signal"] as const;
 const RUN_OPTIONS = [...ACQUIRE_OPTIONS, "heartbeatMs", "onRenewError"] as const;
 
 class DistributedLock implements Lock {
@@ -84,8 +95,8 @@ class DistributedLock implements Lock {
       throw new ValidationError("fn", "run(id, fn) needs a function to run while the lock is held.");
     }
     const settings = this.#prepare(id, options, true);
-    const { lease, retryAfterMs } = await this.#take(id, settings);
-    if (lease === null) throw new LockNotAcquiredError(id, retryAfterMs);
+    const { lease, retryAfterMs, reason } = await this.#take(id, settings);
+    if (lease === null) throw new LockNotAcquiredError(id, retryAfterMs, reason);
     return keepLease(lease, fn, settings);
   }
 
@@ -96,25 +107,27 @@ class DistributedLock implements Lock {
     return resolveCall(this.#defaults, given, keeping);
   }
 
-  async #take(id: string, settings: CallSettings): Promise<{ lease: LeaseHandle | null; retryAfterMs: number }> {
+  async #take(
+    id: string,
+    settings: CallSettings,
+  ): Promise<{ lease: LeaseHandle | null; retryAfterMs: number; reason: RefusalReason }> {
     const key = storeKey(this.#defaults.prefix, id);
-    const outcome = await acquireLease(
-      this.#defaults.source,
-      settings.retries,
-      settings.retryDelayMs,
-      (store, token) => store.lockAcquire(key, token, settings.leaseMs),
-      (store, token) => store.lockRelease(key, token),
-      settings.signal,
-    );
-    if (!outcome.acquired) return { lease: null, retryAfterMs: outcome.retryAfterMs };
-    const { store, token, sentAt } = outcome;
-    const lease = new LeaseHandle(id, token, settings.leaseMs, sentAt, {
+    const outcome = await acquireLease(this.#defaults.source, settings, {
+      kind: "lock",
+      key,
+      take: (store, token, queue) => store.lockAcquire(key, token, settings.leaseMs, queue),
+      leave: (store, token) => store.lockLeave(key, token),
+      refresh: (store, tokens, claimMs) => store.lockRefreshWaiters(key, tokens, claimMs),
+    });
+    if (!outcome.acquired) return { lease: null, retryAfterMs: outcome.retryAfterMs, reason: outcome.reason };
+    const { store, token, sentAt, waitedMs } = outcome;
+    const lease = new LeaseHandle(id, token, settings.leaseMs, sentAt, waitedMs, {
       store,
       extend: (t, ms) => store.lockExtend(key, t, ms),
       release: (t) => store.lockRelease(key, t),
       lost: () => new LockLeaseLostError(id),
     });
-    return { lease, retryAfterMs: 0 };
+    return { lease, retryAfterMs: 0, reason: "full" };
   }
 }
 

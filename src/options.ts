@@ -16,6 +16,23 @@ export interface RetryOptions {
   retryDelayMs?: number;
 }
 
+/** Options of the waiting mode: a fair FIFO queue instead of failing fast or spinning. */
+export interface WaitOptions {
+  /**
+   * The longest a caller waits in the id's queue for a permit, in ms. 0 fails
+   * fast. Waiters are admitted in arrival order across every process, woken
+   * by notification. Cannot be combined with `retries`.
+   * @default 0
+   */
+  waitMs?: number;
+  /**
+   * The most callers waiting on one id; one more is refused at once. Bounds
+   * the memory and sockets that waiting holds.
+   * @default unbounded
+   */
+  maxQueue?: number;
+}
+
 /** Options of one `acquire` or `run` call. */
 export interface CallOptions {
   /**
@@ -54,6 +71,9 @@ export interface CallSettings {
   heartbeatExplicit: boolean;
   onRenewError: ((error: unknown) => void) | undefined;
   signal?: AbortSignal | undefined;
+  waitMs: number;
+  /** 0: unbounded. */
+  maxQueue: number;
 }
 
 /** Factory-level configuration, validated once. */
@@ -120,6 +140,7 @@ export function resolveDefaults(
     heartbeatMs: heartbeatExplicit ? heartbeat(options.heartbeatMs, leaseMs, kind, leaseOption) : defaultHeartbeat(leaseMs),
     heartbeatExplicit,
     onRenewError: optionalFunction("onRenewError", options.onRenewError),
+    ...waiting(options, { waitMs: 0, maxQueue: 0, retries: 0 }),
   };
 }
 
@@ -159,7 +180,34 @@ export function resolveCall(defaults: Defaults, options: Record<string, unknown>
         ? optionalFunction("onRenewError", options.onRenewError)
         : defaults.onRenewError,
     signal: abortSignal(options.signal),
+    ...waiting(options, defaults),
   };
+}
+
+/**
+ * The waiting settings of a call over its defaults. Queueing and spinning are
+ * two different answers to "full": asking for both is a mistake, named here.
+ */
+function waiting(
+  options: Record<string, unknown>,
+  defaults: { waitMs: number; maxQueue: number; retries: number },
+): { waitMs: number; maxQueue: number } {
+  const waitMs =
+    options.waitMs === undefined
+      ? defaults.waitMs
+      : integerAtLeast("waitMs", options.waitMs, 0, "Pass the longest a caller may wait in the queue, in ms; 0 fails fast.");
+  const maxQueue =
+    options.maxQueue === undefined
+      ? defaults.maxQueue
+      : integerAtLeast("maxQueue", options.maxQueue, 1, "Pass the most callers that may wait on one id.");
+  const retries = options.retries ?? defaults.retries;
+  if (waitMs > 0 && typeof retries === "number" && retries > 0) {
+    throw new ValidationError(
+      options.waitMs !== undefined ? "waitMs" : "retries",
+      "`waitMs` (a fair queue) and `retries` (a bounded spin) are two ways to wait; pass one of them. Prefer waitMs: it admits callers in order and adds no polling.",
+    );
+  }
+  return { waitMs, maxQueue };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { acquireLease, storeKey } from "./acquire.js";
+import { acquireLease, type RefusalReason, storeKey } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError, ValidationError } from "./errors.js";
 import { keepLease } from "./keeper.js";
@@ -12,12 +12,13 @@ import {
   type RetryOptions,
   resolveCall,
   resolveDefaults,
+  type WaitOptions,
 } from "./options.js";
 import { bounded, isCount } from "./store-call.js";
 import { id as checkId, integerAtLeast, knownOptions, optionsObject } from "./validate.js";
 
 /** Options of `acquire` on a semaphore. */
-export interface SemaphoreAcquireOptions extends RetryOptions, CallOptions {
+export interface SemaphoreAcquireOptions extends RetryOptions, WaitOptions, CallOptions {
   /**
    * How long the permit is held without an extend, in ms.
    * @default the semaphore's leaseMs (60000)
@@ -39,7 +40,7 @@ export interface SemaphoreAcquireOptions extends RetryOptions, CallOptions {
 export interface SemaphoreRunOptions extends SemaphoreAcquireOptions, KeepingOptions {}
 
 /** Options of {@link semaphore}. Every `acquire`/`run` option may be given here as a default. */
-export interface SemaphoreOptions extends RetryOptions, KeepingOptions {
+export interface SemaphoreOptions extends RetryOptions, WaitOptions, KeepingOptions {
   /**
    * Where leases live: an ioredis `Redis` or `Cluster`, a promise of one, a
    * factory, or a store. Omitted: the process-wide embedded memory store.
@@ -85,10 +86,12 @@ const FACTORY_OPTIONS = [
   "leaseMs",
   "retries",
   "retryDelayMs",
+  "waitMs",
+  "maxQueue",
   "heartbeatMs",
   "onRenewError",
 ] as const;
-const ACQUIRE_OPTIONS = ["leaseMs", "retries", "retryDelayMs", "weight", "limit", "signal"] as const;
+const ACQUIRE_OPTIONS = ["leaseMs", "retries", "retryDelayMs", "waitMs", "maxQueue", "weight", "limit", "signal"] as const;
 const RUN_OPTIONS = [...ACQUIRE_OPTIONS, "heartbeatMs", "onRenewError"] as const;
 
 const limitFix = "Pass how many holders are allowed at once, e.g. limit: 20.";
@@ -106,6 +109,7 @@ interface PreparedCall {
   weight: number;
   /** Filled in when the attempt is refused. */
   retryAfterMs: number;
+  reason: RefusalReason;
 }
 
 class SemaphoreLeaseHandle extends LeaseHandle implements SemaphoreLease {
@@ -114,11 +118,12 @@ class SemaphoreLeaseHandle extends LeaseHandle implements SemaphoreLease {
     token: string,
     leaseMs: number,
     sentAt: number,
-    backend: ConstructorParameters<typeof LeaseHandle>[4],
+    waitedMs: number,
+    backend: ConstructorParameters<typeof LeaseHandle>[5],
     readonly limit: number,
     readonly weight: number,
   ) {
-    super(id, token, leaseMs, sentAt, backend);
+    super(id, token, leaseMs, sentAt, waitedMs, backend);
   }
 }
 
@@ -145,7 +150,7 @@ class DistributedSemaphore implements Semaphore {
     }
     const call = this.#prepare(id, options, true);
     const lease = await this.#take(call);
-    if (lease === null) throw new SemaphoreNotAcquiredError(call.id, call.limit, call.retryAfterMs);
+    if (lease === null) throw new SemaphoreNotAcquiredError(call.id, call.limit, call.retryAfterMs, call.reason);
     return keepLease(lease, fn, call.settings);
   }
 
@@ -170,7 +175,7 @@ class DistributedSemaphore implements Semaphore {
         `\`weight\` ${weight} is above the limit ${limit} of "${id}": such a call could never be admitted. Lower the weight or raise the limit.`,
       );
     }
-    return { id, key: storeKey(this.#defaults.prefix, id), settings, limit, weight, retryAfterMs: 0 };
+    return { id, key: storeKey(this.#defaults.prefix, id), settings, limit, weight, retryAfterMs: 0, reason: "full" };
   }
 
   #limitFor(id: string): number {
@@ -189,24 +194,25 @@ class DistributedSemaphore implements Semaphore {
 
   async #take(call: PreparedCall): Promise<SemaphoreLeaseHandle | null> {
     const { id, key, settings, limit, weight } = call;
-    const outcome = await acquireLease(
-      this.#defaults.source,
-      settings.retries,
-      settings.retryDelayMs,
-      (store, token) => store.semaphoreAcquire(key, token, limit, weight, settings.leaseMs),
-      (store, token) => store.semaphoreRelease(key, token),
-      settings.signal,
-    );
+    const outcome = await acquireLease(this.#defaults.source, settings, {
+      kind: "semaphore",
+      key,
+      take: (store, token, queue) => store.semaphoreAcquire(key, token, limit, weight, settings.leaseMs, queue),
+      leave: (store, token) => store.semaphoreLeave(key, token),
+      refresh: (store, tokens, claimMs) => store.semaphoreRefreshWaiters(key, tokens, claimMs),
+    });
     if (!outcome.acquired) {
       call.retryAfterMs = outcome.retryAfterMs;
+      call.reason = outcome.reason;
       return null;
     }
-    const { store, token, sentAt } = outcome;
+    const { store, token, sentAt, waitedMs } = outcome;
     return new SemaphoreLeaseHandle(
       id,
       token,
       settings.leaseMs,
       sentAt,
+      waitedMs,
       {
         store,
         extend: (t, ms) => store.semaphoreExtend(key, t, ms),

@@ -84,7 +84,7 @@ export const isAcquireReply = (reply: unknown): boolean =>
 export async function acquireOrCleanUp(
   store: Store,
   attempt: () => Promise<AcquireReply>,
-  release: () => Promise<boolean>,
+  release: () => Promise<unknown>,
 ): Promise<AcquireReply> {
   let pending: Promise<AcquireReply>;
   try {

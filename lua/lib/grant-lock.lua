@@ -1,6 +1,6 @@
 -- Hands a free lock to the head waiter, for its claim window, until its process
--- claims it with a full ttl. Announces the token on the channel. Needs queue.lua
--- and the local `lock`.
+-- claims it with a full ttl. Announces "<claim window ms> <token>" on the
+-- channel. Needs queue.lua and the local `lock`.
 local function grant(now, channel)
   if redis.call('EXISTS', lock) == 1 then return end
   local head = queue_head()
@@ -8,5 +8,5 @@ local function grant(now, channel)
   local _, _, claim = queue_info(head)
   queue_drop(head)
   redis.call('SET', lock, head, 'PX', claim)
-  redis.call('PUBLISH', channel, head)
+  redis.call('PUBLISH', channel, claim .. ' ' .. head)
 end

@@ -2,11 +2,13 @@
 -- a heavy head holds back lighter waiters behind it (strict order). A granted
 -- waiter holds its permits for its claim window until its process claims
 -- them with a full lease, so a dead waiter wastes them only briefly.
--- Announces the granted tokens on the channel. Needs holders.lua and queue.lua.
+-- Announces "<shortest claim window ms> <token> <token>..." on the channel, so
+-- other processes know when an unclaimed grant could lapse. Needs holders.lua and queue.lua.
 local function grant(now, limit, channel)
   if not limit then return end
   local used = holders_used()
   local granted = {}
+  local reserved = nil
   while true do
     local head = queue_head()
     if not head then break end
@@ -16,6 +18,7 @@ local function grant(now, limit, channel)
     holders_add(head, w, now + claim)
     used = used + w
     granted[#granted + 1] = head
+    if not reserved or claim < reserved then reserved = claim end
   end
-  if #granted > 0 then redis.call('PUBLISH', channel, table.concat(granted, ' ')) end
+  if #granted > 0 then redis.call('PUBLISH', channel, reserved .. ' ' .. table.concat(granted, ' ')) end
 end

@@ -161,6 +161,7 @@ export class Exchange {
     const view: Lease = {
       key: lease.key,
       token: lease.token,
+      waitedMs: lease.waitedMs,
       signal: combined.signal,
       extend: (ms?: number) => lease.extend(ms),
       release: () => lease.release(),

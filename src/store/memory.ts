@@ -1,4 +1,5 @@
-import type { AcquireReply, QueueOptions, Store, WaiterStatus } from "./types.js";
+import { knownOptions, optionsObject, positiveMs } from "../validate.js";
+import type { AcquireReply, Grant, QueueOptions, Store, WaiterStatus } from "./types.js";
 
 interface Holder {
   expiresAt: number;
@@ -41,10 +42,11 @@ const DEFAULT_WAITER_LEASE_MS = 5000;
  */
 class MemoryStore implements Store {
   readonly kind = "memory";
-  readonly waiterLeaseMs = DEFAULT_WAITER_LEASE_MS;
+
+  constructor(readonly waiterLeaseMs: number) {}
   private readonly semaphores = new Map<string, SemaphoreState>();
   private readonly locks = new Map<string, LockState>();
-  private readonly watchers = new Map<string, Set<(tokens: readonly string[]) => void>>();
+  private readonly watchers = new Map<string, Set<(grant: Grant) => void>>();
 
   async semaphoreAcquire(
     key: string,
@@ -201,7 +203,7 @@ class MemoryStore implements Store {
     return tokens.map((token) => (state.token === token ? "held" : state.queue.has(token) ? "waiting" : "gone"));
   }
 
-  async watch(key: string, onGrant: (tokens: readonly string[]) => void): Promise<() => void> {
+  async watch(key: string, onGrant: (grant: Grant) => void): Promise<() => void> {
     let listeners = this.watchers.get(key);
     if (listeners === undefined) {
       listeners = new Set();
@@ -254,16 +256,18 @@ class MemoryStore implements Store {
     if (state.queue.size === 0) return;
     pruneQueue(state.queue, now);
     const granted: string[] = [];
+    let reservedMs = Number.POSITIVE_INFINITY;
     for (const [token, waiter] of state.queue) {
       if (state.used + waiter.weight > limit) break;
       state.queue.delete(token);
       // Reserved for the claim window until the waiter's process claims it with a full lease.
       addHolder(state, token, waiter.weight, now + waiter.claimMs);
       granted.push(token);
+      reservedMs = Math.min(reservedMs, waiter.claimMs);
     }
     if (granted.length > 0) {
       this.scheduleCleanup(key, state);
-      this.announce(key, granted);
+      this.announce(key, { tokens: granted, reservedMs });
     }
   }
 
@@ -277,7 +281,7 @@ class MemoryStore implements Store {
     const [token, waiter] = head.value;
     state.queue.delete(token);
     this.holdLock(key, state, token, now + waiter.claimMs);
-    this.announce(key, [token]);
+    this.announce(key, { tokens: [token], reservedMs: waiter.claimMs });
   }
 
   private holdLock(key: string, state: LockState, token: string, expiresAt: number): void {
@@ -286,12 +290,12 @@ class MemoryStore implements Store {
     this.scheduleLockCleanup(key, state);
   }
 
-  private announce(key: string, tokens: readonly string[]): void {
+  private announce(key: string, grant: Grant): void {
     const listeners = this.watchers.get(key);
     if (listeners === undefined) return;
     // Never call back into the engine from inside a store call.
     queueMicrotask(() => {
-      for (const listener of listeners) listener(tokens);
+      for (const listener of listeners) listener(grant);
     });
   }
 
@@ -387,8 +391,29 @@ function pruneQueue(queue: Map<string, Waiter>, now: number): void {
  * const slots = semaphore({ client: memoryStore(), limit: 4 });
  * ```
  */
-export function memoryStore(): Store {
-  return new MemoryStore();
+export function memoryStore(options: MemoryStoreOptions = {}): Store {
+  const given = optionsObject(options, "memoryStore");
+  knownOptions(given, ["waiterLeaseMs"], "memoryStore");
+  return new MemoryStore(
+    given.waiterLeaseMs === undefined
+      ? DEFAULT_WAITER_LEASE_MS
+      : positiveMs(
+          "waiterLeaseMs",
+          given.waiterLeaseMs,
+          "Pass how long a waiter stays queued without being refreshed, e.g. 5000.",
+        ),
+  );
+}
+
+/** Options of {@link memoryStore}. */
+export interface MemoryStoreOptions {
+  /**
+   * How long a waiter stays queued without its waiting call refreshing it
+   * (refreshed every third of it), and how long a granted permit is reserved
+   * for its waiter to claim.
+   * @default 5000
+   */
+  waiterLeaseMs?: number;
 }
 
 /** True for the embedded store (not for wrappers around it). */

@@ -1,7 +1,7 @@
 import { StoreUnavailableError, ValidationError } from "../errors.js";
 import { knownOptions, optionsObject, positiveMs } from "../validate.js";
 import { scripts } from "./lua.generated.js";
-import type { AcquireReply, QueueOptions, Store, WaiterStatus } from "./types.js";
+import type { AcquireReply, Grant, QueueOptions, Store, WaiterStatus } from "./types.js";
 
 /**
  * The part of a Redis client leasehold uses, typed structurally so that an
@@ -110,7 +110,7 @@ const channelOf = (key: string): string => `${key}:ch`;
 class RedisLeaseStore implements RedisStore {
   readonly kind = "redis";
   #subscriber: Subscriber | undefined;
-  readonly #channels = new Map<string, { listeners: Set<(tokens: readonly string[]) => void>; ready: Promise<unknown> }>();
+  readonly #channels = new Map<string, { listeners: Set<(grant: Grant) => void>; ready: Promise<unknown> }>();
   #idle: NodeJS.Timeout | undefined;
 
   constructor(
@@ -195,7 +195,7 @@ class RedisLeaseStore implements RedisStore {
    * process; a channel is subscribed while a local waiter needs it, and the
    * connection is closed a second after the last one leaves.
    */
-  async watch(key: string, onGrant: (tokens: readonly string[]) => void): Promise<() => void> {
+  async watch(key: string, onGrant: (grant: Grant) => void): Promise<() => void> {
     const subscriber = this.#connect();
     if (subscriber === undefined) return () => {};
     const channel = channelOf(key);
@@ -233,8 +233,9 @@ class RedisLeaseStore implements RedisStore {
     subscriber.on("message", (channel, message) => {
       const entry = this.#channels.get(channel);
       if (entry === undefined) return;
-      const tokens = message.split(" ");
-      for (const listener of entry.listeners) listener(tokens);
+      const [reserved, ...tokens] = message.split(" ");
+      const grant = { tokens, reservedMs: Number(reserved) || this.waiterLeaseMs };
+      for (const listener of entry.listeners) listener(grant);
     });
     this.#subscriber = subscriber;
     return subscriber;

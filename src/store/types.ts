@@ -23,6 +23,12 @@ export interface QueueOptions {
   maxQueue: number;
 }
 
+/** Waiters just granted permits, and how long the grants stay reserved if nobody claims them. */
+export interface Grant {
+  tokens: readonly string[];
+  reservedMs: number;
+}
+
 /** Where a waiter stands: granted (claim it), still waiting, or gone from the queue. */
 export type WaiterStatus = "held" | "waiting" | "gone";
 
@@ -82,11 +88,11 @@ export interface Store {
   lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterStatus[]>;
 
   /**
-   * Calls `onGrant` with the tokens granted on `key` (by any process), so
-   * their waiters can claim at once. Resolves once listening. Delivery is best
-   * effort: the engine backs it up with timers.
+   * Calls `onGrant` for every grant made on `key` (by any process), so the
+   * granted waiters can claim at once. Resolves once listening. Delivery is
+   * best effort: the engine backs it up with timers.
    */
-  watch(key: string, onGrant: (tokens: readonly string[]) => void): Promise<() => void>;
+  watch(key: string, onGrant: (grant: Grant) => void): Promise<() => void>;
 }
 
 /** Tells a store apart from a Redis client, a promise or a factory. */

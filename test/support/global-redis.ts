@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import type { TestProject } from "vitest/node";
 import { startRedisServer } from "./redis-server.js";
 
@@ -13,6 +14,8 @@ declare module "vitest" {
  * the install command.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // The Lua scripts are embedded into a generated module: never test stale ones.
+  execFileSync(process.execPath, ["scripts/embed-lua.mjs"], { stdio: "inherit" });
   const given = process.env.REDIS_URL;
   if (given !== undefined && given !== "") {
     project.provide("redisUrl", given);

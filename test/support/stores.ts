@@ -6,7 +6,7 @@ import { newRedis } from "./redis.js";
 export interface StoreUnderTest {
   name: "memory" | "redis";
   /** A store for one test (memory: fresh; Redis: one client per file, keys isolated by prefix). */
-  make(): Store;
+  make(options?: { waiterLeaseMs?: number }): Store;
   /** The Redis client behind the store, for Redis-side assertions. */
   redis?: () => Redis;
 }
@@ -19,8 +19,8 @@ const shared = (): Redis => {
 
 /** Both stores: every conformance test runs once against each. */
 export const storesUnderTest: StoreUnderTest[] = [
-  { name: "memory", make: () => memoryStore() },
-  { name: "redis", make: () => redisStore(shared()), redis: shared },
+  { name: "memory", make: (options) => memoryStore(options) },
+  { name: "redis", make: (options) => redisStore(shared(), options), redis: shared },
 ];
 
 type Method = Exclude<keyof Store, "kind" | "waiterLeaseMs">;

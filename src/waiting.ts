@@ -1,0 +1,215 @@
+import type { AcquireReply, Grant, Store, WaiterStatus } from "./store/types.js";
+
+/**
+ * The waiters of this process on one id of one store: they share one
+ * subscription to the id's grant channel, one backup timer (to the nearest
+ * lease expiry, when a crashed holder's permit frees) and one periodic call
+ * that keeps all their waiter leases alive. Nothing here polls per waiter.
+ */
+class Room {
+  readonly #waiters = new Map<string, () => void>();
+  #stopWatching: (() => void) | undefined;
+  #backup: NodeJS.Timeout | undefined;
+  #backupAt = Number.POSITIVE_INFINITY;
+  #refreshTimer: NodeJS.Timeout | undefined;
+  #refreshing = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly key: string,
+    private readonly refresh: (tokens: readonly string[]) => Promise<WaiterStatus[]>,
+    private readonly claimMs: number,
+    private readonly onEmpty: () => void,
+  ) {}
+
+  add(token: string, wake: () => void): void {
+    const first = this.#waiters.size === 0;
+    this.#waiters.set(token, wake);
+    if (!first) return;
+    this.store
+      .watch(this.key, (tokens) => this.#granted(tokens))
+      .then(
+        (stop) => {
+          if (this.#waiters.size === 0) {
+            stop();
+            return;
+          }
+          this.#stopWatching = stop;
+          // A grant announced before we listened would be missed: ask once.
+          this.refreshAll();
+        },
+        () => {
+          // No notifications: the backup timer and the refresh keep waiting correct, only slower.
+        },
+      );
+    this.#refreshTimer = setInterval(() => this.refreshAll(), Math.max(20, Math.floor(this.claimMs / 3)));
+    this.#refreshTimer.unref();
+  }
+
+  remove(token: string): void {
+    this.#waiters.delete(token);
+    if (this.#waiters.size > 0) return;
+    this.#stopWatching?.();
+    this.#stopWatching = undefined;
+    clearInterval(this.#refreshTimer);
+    clearTimeout(this.#backup);
+    this.#backupAt = Number.POSITIVE_INFINITY;
+    this.onEmpty();
+  }
+
+  /** Wakes everyone at the nearest moment a lease may lapse (a crashed holder frees nothing by itself). */
+  backupIn(ms: number): void {
+    const at = performance.now() + ms;
+    if (at >= this.#backupAt) return;
+    clearTimeout(this.#backup);
+    this.#backupAt = at;
+    this.#backup = setTimeout(
+      () => {
+        this.#backupAt = Number.POSITIVE_INFINITY;
+        this.refreshAll();
+      },
+      Math.max(1, Math.ceil(ms) + 1),
+    );
+    this.#backup.unref();
+  }
+
+  /** One call for all local waiters: keeps their leases, grants who fits, wakes the granted and the lost. */
+  refreshAll(): void {
+    if (this.#refreshing || this.#waiters.size === 0) return;
+    this.#refreshing = true;
+    const tokens = [...this.#waiters.keys()];
+    this.refresh(tokens)
+      .then(
+        (statuses) => {
+          statuses.forEach((status, i) => {
+            // "gone": our waiter lease lapsed (a long stall); claiming re-joins the queue.
+            if (status !== "waiting") this.#waiters.get(tokens[i] as string)?.();
+          });
+        },
+        () => {},
+      )
+      .finally(() => {
+        this.#refreshing = false;
+      });
+  }
+
+  #granted(grant: Grant): void {
+    for (const token of grant.tokens) this.#waiters.get(token)?.();
+    // A grant to a waiter that never claims (its process died) lapses after its reservation:
+    // look again then, or this room would wait for the next lease expiry.
+    this.backupIn(grant.reservedMs);
+  }
+}
+
+const rooms = new WeakMap<Store, Map<string, Room>>();
+
+function roomFor(wait: Wait): Room {
+  let byId = rooms.get(wait.store);
+  if (byId === undefined) {
+    byId = new Map();
+    rooms.set(wait.store, byId);
+  }
+  let room = byId.get(wait.room);
+  if (room === undefined) {
+    const created = new Room(wait.store, wait.key, wait.refresh, wait.claimMs, () => {
+      if (byId.get(wait.room) === created) byId.delete(wait.room);
+    });
+    byId.set(wait.room, created);
+    room = created;
+  }
+  return room;
+}
+
+/** Why a wait ended without a lease. */
+export class WaitEnded {
+  constructor(
+    readonly reason: "wait-timeout" | "queue-full",
+    readonly retryAfterMs: number,
+  ) {}
+}
+
+export interface Wait {
+  store: Store;
+  /** The room's identity: kind and store key, e.g. `semaphore {semaphore:openai}`. */
+  room: string;
+  key: string;
+  token: string;
+  claimMs: number;
+  /** Time left of `waitMs`. */
+  remainingMs: number;
+  signal: AbortSignal | undefined;
+  retryAfterMs: number;
+  /** The acquire call again: claims a grant, or refreshes the waiter's place. */
+  claim(): Promise<AcquireReply>;
+  leave(): Promise<void>;
+  refresh(tokens: readonly string[]): Promise<WaiterStatus[]>;
+}
+
+/**
+ * Waits in the queue the first acquire joined, until the store grants this
+ * token its permits (resolves with the send time of the winning claim), the
+ * wait expires (rejects with `WaitEnded`), or `signal` aborts (rejects with
+ * its reason). A waiter that gives up leaves the queue, returning any grant
+ * it had not claimed, before the promise settles.
+ */
+export function waitForGrant(wait: Wait): Promise<number> {
+  const room = roomFor(wait);
+  return new Promise<number>((resolve, reject) => {
+    let done = false;
+    let claiming = false;
+    let wakeAgain = false;
+    let retryAfterMs = wait.retryAfterMs;
+
+    const settle = (outcome: { sentAt: number } | { error: unknown }): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(deadline);
+      wait.signal?.removeEventListener("abort", aborted);
+      room.remove(wait.token);
+      if ("sentAt" in outcome) {
+        resolve(outcome.sentAt);
+        return;
+      }
+      // Leave before reporting, so a grant that raced the give-up is returned, not leaked.
+      wait
+        .leave()
+        .catch(() => {
+          // The waiter lease (and a grant's claim window) lapses on its own.
+        })
+        .finally(() => reject(outcome.error));
+    };
+    const wake = (): void => {
+      if (done) return;
+      if (claiming) {
+        wakeAgain = true;
+        return;
+      }
+      claiming = true;
+      const sentAt = performance.now();
+      wait.claim().then(
+        (reply) => {
+          claiming = false;
+          if (reply.acquired) return settle({ sentAt });
+          retryAfterMs = reply.retryAfterMs;
+          if (reply.queueFull === true) return settle({ error: new WaitEnded("queue-full", retryAfterMs) });
+          room.backupIn(retryAfterMs);
+          if (wakeAgain) {
+            wakeAgain = false;
+            wake();
+          }
+        },
+        () => {
+          // A failed round trip while waiting: the next wake-up (grant, backup, refresh) tries again.
+          claiming = false;
+        },
+      );
+    };
+    const aborted = (): void => settle({ error: wait.signal?.reason });
+    const deadline = setTimeout(() => settle({ error: new WaitEnded("wait-timeout", retryAfterMs) }), wait.remainingMs);
+
+    if (wait.signal?.aborted) return aborted();
+    wait.signal?.addEventListener("abort", aborted, { once: true });
+    room.add(wait.token, wake);
+    room.backupIn(retryAfterMs);
+  });
+}

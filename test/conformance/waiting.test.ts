@@ -1,0 +1,233 @@
+import { describe, expect, it } from "vitest";
+import {
+  LockNotAcquiredError,
+  lock,
+  type SemaphoreLease,
+  SemaphoreNotAcquiredError,
+  semaphore,
+  ValidationError,
+} from "../../src/index.js";
+import { uniquePrefix } from "../support/redis.js";
+import { eventually, spyStore, storesUnderTest } from "../support/stores.js";
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
+  /** A spied store with a long waiter lease: its periodic refresh (every third) never fires within a test. */
+  const setup = (waiterLeaseMs = 60_000) => {
+    const { store, calls } = spyStore(make({ waiterLeaseMs }), {}, 5_000);
+    const prefix = uniquePrefix();
+    return { store, calls, prefix };
+  };
+
+  it("admits waiters in arrival order as permits free", async () => {
+    const { store, calls, prefix } = setup();
+    const slots = semaphore({ client: store, limit: 1, prefix });
+    const holder = await slots.acquire("k");
+    const order: number[] = [];
+    const waiters: Promise<void>[] = [];
+    for (let n = 0; n < 5; n++) {
+      const before = calls.semaphoreAcquire;
+      waiters.push(
+        slots.run(
+          "k",
+          async () => {
+            order.push(n);
+            await pause(5);
+          },
+          { waitMs: 10_000 },
+        ),
+      );
+      // The next waiter joins only once this one's first attempt has queued it.
+      await eventually(() => calls.semaphoreAcquire > before);
+    }
+    await holder?.release();
+    await Promise.all(waiters);
+    expect(order).toEqual([0, 1, 2, 3, 4]);
+    expect(await slots.count("k")).toBe(0);
+  });
+
+  it("hands a released permit to the head waiter by notification, not by a poll", async () => {
+    const { store, calls, prefix } = setup(60_000);
+    const slots = semaphore({ client: store, limit: 1, prefix, leaseMs: 60_000 });
+    const holder = await slots.acquire("k");
+    const waiting = slots.acquire("k", { waitMs: 30_000 });
+    await eventually(() => calls.semaphoreAcquire === 2);
+    await holder?.release();
+    const lease = await waiting;
+    expect(lease).not.toBeNull();
+    // The fallback refresh runs every 20 s and the backup timer waits for the 60 s lease:
+    // neither ran, so the grant's announcement is what woke the waiter.
+    expect(calls.semaphoreRefreshWaiters).toBeLessThanOrEqual(1);
+    expect(lease?.waitedMs).toBeGreaterThan(0);
+    expect(lease?.waitedMs).toBeLessThan(20_000);
+    await lease?.release();
+  });
+
+  it("waitMs expiring rejects with the NotAcquired error, and the waiter leaves the queue", async () => {
+    const { store, calls, prefix } = setup();
+    const slots = semaphore({ client: store, limit: 1, prefix });
+    const holder = await slots.acquire("k");
+    const expired = slots.run("k", async () => "never", { waitMs: 150 }).catch((e: unknown) => e);
+    await eventually(() => calls.semaphoreAcquire === 2);
+    const behind = slots.acquire("k", { waitMs: 10_000 });
+    const error = await expired;
+    expect(error).toBeInstanceOf(SemaphoreNotAcquiredError);
+    expect(error).toMatchObject({ reason: "wait-timeout", key: "k", limit: 1 });
+    await holder?.release();
+    const lease = await behind;
+    expect(lease).not.toBeNull();
+    expect(await slots.count("k")).toBe(1);
+    await lease?.release();
+  });
+
+  it("an aborted waiter rejects with the signal's reason and does not block those behind it", async () => {
+    const { store, calls, prefix } = setup();
+    const locks = lock({ client: store, prefix });
+    const holder = await locks.acquire("k");
+    const controller = new AbortController();
+    const aborted = locks.acquire("k", { waitMs: 10_000, signal: controller.signal }).catch((e: unknown) => e);
+    await eventually(() => calls.lockAcquire === 2);
+    const behind = locks.acquire("k", { waitMs: 10_000 });
+    await eventually(() => calls.lockAcquire === 3);
+    const reason = new Error("client went away");
+    controller.abort(reason);
+    expect(await aborted).toBe(reason);
+    await holder?.release();
+    const lease = await behind;
+    expect(lease).not.toBeNull();
+    await lease?.release();
+  });
+
+  it("maxQueue refuses the overflow at once", async () => {
+    const { store, calls, prefix } = setup();
+    const slots = semaphore({ client: store, limit: 1, prefix, maxQueue: 2 });
+    const holder = await slots.acquire("k");
+    const queued = [slots.acquire("k", { waitMs: 10_000 }), slots.acquire("k", { waitMs: 10_000 })];
+    await eventually(() => calls.semaphoreAcquire === 3);
+    const started = performance.now();
+    const overflow = await slots.run("k", async () => 1, { waitMs: 10_000 }).catch((e: unknown) => e);
+    expect(overflow).toBeInstanceOf(SemaphoreNotAcquiredError);
+    expect(overflow).toMatchObject({ reason: "queue-full" });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    await holder?.release();
+    const [first, second] = await Promise.all(queued);
+    await first?.release();
+    await second?.release();
+  });
+
+  it("a heavy waiter at the head holds back lighter ones behind it (strict order)", async () => {
+    const { store, calls, prefix } = setup();
+    const slots = semaphore({ client: store, limit: 3, prefix });
+    const holder = await slots.acquire("k", { weight: 2 });
+    const admitted: string[] = [];
+    const heavy = slots.acquire("k", { weight: 2, waitMs: 10_000 }).then((lease) => {
+      admitted.push("heavy");
+      return lease;
+    });
+    await eventually(() => calls.semaphoreAcquire === 2);
+    const light = slots.acquire("k", { weight: 1, waitMs: 10_000 }).then((lease) => {
+      admitted.push("light");
+      return lease;
+    });
+    await eventually(() => calls.semaphoreAcquire === 3);
+    // One permit is free, enough for "light", but "heavy" is ahead of it.
+    await pause(100);
+    expect(admitted).toEqual([]);
+    await holder?.release();
+    const leases = await Promise.all([heavy, light]);
+    expect(admitted).toEqual(["heavy", "light"]);
+    for (const lease of leases) await lease?.release();
+  });
+
+  it("a newcomer never jumps the queue, even when it would fit", async () => {
+    const { store, calls, prefix } = setup();
+    const slots = semaphore({ client: store, limit: 2, prefix });
+    const holder = await slots.acquire("k");
+    const heavy = slots.acquire("k", { weight: 2, waitMs: 10_000 });
+    await eventually(() => calls.semaphoreAcquire === 2);
+    expect(await slots.acquire("k")).toBeNull();
+    await holder?.release();
+    const lease = await heavy;
+    expect(lease?.weight).toBe(2);
+    await lease?.release();
+  });
+
+  it("a waiter whose process vanished lapses, and the one behind it is admitted", async () => {
+    const { store, calls, prefix } = setup();
+    const slots = semaphore({ client: store, limit: 1, prefix });
+    const holder = await slots.acquire("k");
+    const key = `{${prefix}:k}`;
+    // A waiter that nobody refreshes or claims: its process is gone.
+    const ghost = await store.semaphoreAcquire(key, "ghost", 1, 1, 60_000, { claimMs: 300, maxQueue: 0 });
+    expect(ghost.queued).toBe(true);
+    const behind = slots.acquire("k", { waitMs: 10_000 });
+    await eventually(() => calls.semaphoreAcquire === 3);
+    await holder?.release();
+    // The ghost is granted first (strict order) but never claims; its grant lapses after its claim window.
+    const lease = await behind;
+    expect(lease).not.toBeNull();
+    expect(lease?.waitedMs).toBeGreaterThanOrEqual(250);
+    await lease?.release();
+    expect(await slots.count("k")).toBe(0);
+  });
+
+  it("locks queue in arrival order too", async () => {
+    const { store, calls, prefix } = setup();
+    const locks = lock({ client: store, prefix });
+    const holder = await locks.acquire("order");
+    const order: number[] = [];
+    const waiters: Promise<void>[] = [];
+    for (let n = 0; n < 4; n++) {
+      const before = calls.lockAcquire;
+      waiters.push(locks.run("order", async () => void order.push(n), { waitMs: 10_000 }));
+      await eventually(() => calls.lockAcquire > before);
+    }
+    await holder?.release();
+    await Promise.all(waiters);
+    expect(order).toEqual([0, 1, 2, 3]);
+    const timeout = await locks.run("order", async () => 1, { waitMs: 1 }).catch((e: unknown) => e);
+    expect(timeout === 1 || timeout instanceof LockNotAcquiredError).toBe(true);
+  });
+
+  it("waitMs and retries together are refused: pick one way to wait", async () => {
+    const { store, prefix } = setup();
+    const slots = semaphore({ client: store, limit: 1, prefix });
+    await expect(slots.acquire("k", { waitMs: 100, retries: 3 })).rejects.toBeInstanceOf(ValidationError);
+    expect(() => lock({ client: store, waitMs: 100, retries: 1 })).toThrow(/pass one of them/);
+    await expect(slots.acquire("k", { maxQueue: 0 })).rejects.toMatchObject({ option: "maxQueue" });
+  });
+
+  it("many waiters and a limit: never more than the limit inside, everyone served in order", async () => {
+    const { store, calls, prefix } = setup();
+    const slots = semaphore({ client: store, limit: 3, prefix });
+    let inside = 0;
+    let maxInside = 0;
+    const order: number[] = [];
+    const blockers = await Promise.all([slots.acquire("k"), slots.acquire("k"), slots.acquire("k")]);
+    const runs: Promise<void>[] = [];
+    for (let n = 0; n < 12; n++) {
+      const before = calls.semaphoreAcquire;
+      runs.push(
+        slots.run(
+          "k",
+          async () => {
+            inside++;
+            maxInside = Math.max(maxInside, inside);
+            order.push(n);
+            await pause(10 + (n % 3) * 5);
+            inside--;
+          },
+          { waitMs: 20_000 },
+        ),
+      );
+      await eventually(() => calls.semaphoreAcquire > before);
+    }
+    for (const lease of blockers) await lease?.release();
+    await Promise.all(runs);
+    expect(maxInside).toBeLessThanOrEqual(3);
+    expect(order).toEqual([...Array(12).keys()]);
+    const leases: SemaphoreLease[] = [];
+    expect(leases).toHaveLength(0);
+  });
+});
