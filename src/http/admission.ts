@@ -3,6 +3,7 @@ import {
   ClientAbortedError,
   type LeaseLostError,
   LockNotAcquiredError,
+  type NotAcquiredReason,
   SemaphoreNotAcquiredError,
   StoreUnavailableError,
   ValidationError,
@@ -51,7 +52,15 @@ export interface AdmissionOptions<Req> {
   onStoreUnavailable?: (error: StoreUnavailableError, request: Req) => void;
   /** Sees a lease lost while its request was in flight. */
   onLeaseLost?: (error: LeaseLostError, request: Req) => void;
-  /** Further attempts when full (a bounded spin). @default 0 */
+  /**
+   * Wait up to this long in the id's fair FIFO queue instead of being refused
+   * at once. A client that disconnects while waiting leaves the queue.
+   * @default 0 (fail fast)
+   */
+  waitMs?: number;
+  /** The most requests waiting on one id; one more is refused at once. @default unbounded */
+  maxQueue?: number;
+  /** Further attempts when full (a bounded spin; prefer `waitMs`). @default 0 */
   retries?: number;
   /** Pause between attempts, in ms. @default 100 */
   retryDelayMs?: number;
@@ -99,6 +108,8 @@ const ADAPTER_OPTIONS = [
   "retryDelayMs",
   "heartbeatMs",
   "onRenewError",
+  "waitMs",
+  "maxQueue",
 ] as const;
 
 /**
@@ -170,17 +181,32 @@ export class Exchange {
   }
 }
 
-/** Exponentially weighted hold time, to answer Retry-After with what permits actually take. */
-class HoldTimes {
-  #ms: number | undefined;
+/** An exponentially weighted average: recent requests count most. */
+class Average {
+  value: number | undefined;
 
   record(ms: number): void {
-    this.#ms = this.#ms === undefined ? ms : this.#ms * 0.8 + ms * 0.2;
+    this.value = this.value === undefined ? ms : this.value * 0.8 + ms * 0.2;
   }
+}
 
-  /** Seconds until a permit is likely free: the typical hold, capped by the nearest expiry. */
-  estimate(nearestExpiryMs: number): number {
-    const ms = this.#ms === undefined ? nearestExpiryMs : Math.min(this.#ms, nearestExpiryMs);
+/**
+ * What this process has observed of a route's hold and wait times, to answer
+ * Retry-After with what permits actually take rather than a constant.
+ */
+class Observed {
+  readonly holds = new Average();
+  readonly waits = new Average();
+
+  /**
+   * Seconds until a retry is likely to succeed. Refused outright: the typical
+   * hold, capped by the nearest lease expiry (the latest a permit can stay
+   * taken). Refused after queueing or with the queue full: the typical wait of
+   * those admitted from the queue, when there is one.
+   */
+  retryAfter(reason: NotAcquiredReason, nearestExpiryMs: number): number {
+    const hold = this.holds.value === undefined ? nearestExpiryMs : Math.min(this.holds.value, nearestExpiryMs);
+    const ms = reason !== "full" && this.waits.value !== undefined ? Math.max(this.waits.value, 1) : hold;
     return Math.max(1, Math.ceil(ms / 1000));
   }
 }
@@ -236,7 +262,8 @@ export class Admission<Req> {
   readonly #failOpen: boolean;
   readonly #onStoreUnavailable: AdmissionOptions<Req>["onStoreUnavailable"];
   readonly #onLeaseLost: AdmissionOptions<Req>["onLeaseLost"];
-  readonly #holds = new HoldTimes();
+  readonly #observed = new Observed();
+  #waiting = false;
 
   constructor(
     kind: "semaphore" | "lock",
@@ -281,9 +308,12 @@ export class Admission<Req> {
       prefix: options.prefix,
       retries: options.retries,
       retryDelayMs: options.retryDelayMs,
+      waitMs: options.waitMs,
+      maxQueue: options.maxQueue,
       heartbeatMs: options.heartbeatMs,
       onRenewError: options.onRenewError,
     };
+    this.#waiting = typeof options.waitMs === "number" && options.waitMs > 0;
     // The engine validates its own options now, at creation, not on the first request.
     this.#primitive =
       kind === "semaphore"
@@ -329,6 +359,7 @@ export class Admission<Req> {
       let admittedAt: number | undefined;
       const hold = (lease: SemaphoreLease | LockLease): Promise<void> | undefined => {
         admittedAt = performance.now();
+        if (lease.waitedMs > 0 && this.#waiting) this.#observed.waits.record(lease.waitedMs);
         if (exchange.gone) {
           resolve({ type: "abandoned" });
           return undefined;
@@ -346,7 +377,7 @@ export class Admission<Req> {
           : (this.#primitive as Lock).run(id, hold, { signal: exchange.clientSignal });
       running.then(
         () => {
-          if (admittedAt !== undefined) this.#holds.record(performance.now() - admittedAt);
+          if (admittedAt !== undefined) this.#observed.holds.record(performance.now() - admittedAt);
         },
         (error: unknown) => {
           // After admission the only failure is a lost lease, already reported through the signal.
@@ -384,11 +415,17 @@ export class Admission<Req> {
   }
 
   #refusal(error: SemaphoreNotAcquiredError | LockNotAcquiredError, id: string, limit: number): Rejection {
-    const estimate = this.#holds.estimate(error.retryAfterMs);
+    const estimate = this.#observed.retryAfter(error.reason, error.retryAfterMs);
+    const why =
+      error.reason === "queue-full"
+        ? " and its queue is full"
+        : error.reason === "wait-timeout"
+          ? " and none freed within the wait"
+          : "";
     const detail =
       this.kind === "semaphore"
-        ? `All ${limit} permits of "${id}" are in use; retry after ${estimate} s.`
-        : `"${id}" is locked by another request; retry after ${estimate} s.`;
+        ? `All ${limit} permits of "${id}" are in use${why}; retry after ${estimate} s.`
+        : `"${id}" is locked by another request${why}; retry after ${estimate} s.`;
     const refused = rejection(
       this.kind === "semaphore" ? "semaphore-full" : "lock-held",
       this.#status,

@@ -289,6 +289,50 @@ describe.each(harnesses)("$name adapter", (harness) => {
       expect(acquired).toBe(0);
     });
 
+    it("waitMs queues requests fairly, maxQueue refuses the overflow, and the lease reports its wait", async () => {
+      const holder = get("/queue", { "x-id": "holder" }).then((r) => r);
+      await eventually(() => control.entered.includes("holder"));
+      const waiting = get("/queue", { "x-id": "waiter" }).then((r) => r);
+      await eventually(() => calls.semaphoreAcquire === 2);
+      const overflow = await get("/queue", { "x-id": "overflow" });
+      refusals++;
+      expect(overflow.status).toBe(503);
+      expect(JSON.parse(overflow.text)).toMatchObject({
+        type: "urn:leasehold:problem:semaphore-full",
+        detail: expect.stringContaining("queue is full"),
+      });
+      expect(overflow.headers["retry-after"]).toMatch(/^[1-9]\d*$/);
+      control.open("holder");
+      await eventually(() => control.entered.includes("waiter"));
+      control.open("waiter");
+      expect((await holder).status).toBe(200);
+      const admitted = await waiting;
+      expect(admitted.status).toBe(200);
+      expect(admitted.body.waitedMs).toBeGreaterThan(0);
+      // Two leases (the holder's and the waiter's, whose join and claim were two acquire calls), two releases.
+      await eventually(async () => (await count("queue")) === 0);
+      await eventually(() => calls.semaphoreRelease === 2);
+    });
+
+    it("a client that disconnects while queued leaves the queue at once", async () => {
+      const holder = get("/queue", { "x-id": "holder" }).then((r) => r);
+      await eventually(() => control.entered.includes("holder"));
+      const waiting = openStream(`${app.url}/queue`, { "x-id": "gone" });
+      await eventually(() => calls.semaphoreAcquire === 2);
+      waiting.cut();
+      // The place is given up without waiting for the holder: the queue (maxQueue 1) has room again.
+      await eventually(() => calls.semaphoreLeave === 1);
+      const next = get("/queue", { "x-id": "next" }).then((r) => r);
+      await eventually(() => calls.semaphoreAcquire === 3);
+      control.open("holder");
+      await eventually(() => control.entered.includes("next"));
+      control.open("next");
+      expect((await next).status).toBe(200);
+      expect(control.entered).not.toContain("gone");
+      await await holder;
+      expect(await count("queue")).toBe(0);
+    });
+
     it("skip lets chosen requests through without a lease", async () => {
       const held = get("/skip", { "x-id": "1" }).then((r) => r);
       await eventually(() => control.entered.length === 1);

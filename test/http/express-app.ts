@@ -73,6 +73,11 @@ function routes(app: express5.Express, store: Store, control: Control): void {
     semaphore("tl", (req) => (tenant(req) === "big" ? 2 : 1), { client, key: tenant }),
     hold,
   );
+  app.get("/queue", semaphore("queue", 1, { client, waitMs: 10_000, maxQueue: 1 }), async (req, res) => {
+    control.watch(id(req), req.lease);
+    await control.hold(id(req));
+    res.json({ waitedMs: req.lease?.waitedMs });
+  });
   app.get("/spin", semaphore("spin", 1, { client, retries: 200, retryDelayMs: 10 }), hold);
   const onStoreUnavailable = (error: unknown) => control.reasons.set("store", error);
   app.get("/open", semaphore("open", 1, { client, onStoreError: "fail-open", onStoreUnavailable }), (req, res) => {

@@ -84,6 +84,11 @@ export function buildHonoApp(store: Store, control: Control): Hono {
     semaphore("tl", (c) => (tenant(c) === "big" ? 2 : 1), { client, key: tenant }),
     hold,
   );
+  app.get("/queue", semaphore("queue", 1, { client, waitMs: 10_000, maxQueue: 1 }), async (c) => {
+    control.watch(id(c), leaseOf(c));
+    await control.hold(id(c));
+    return c.json({ waitedMs: leaseOf(c)?.waitedMs });
+  });
   app.get("/spin", semaphore("spin", 1, { client, retries: 200, retryDelayMs: 10 }), hold);
   const onStoreUnavailable = (error: unknown) => control.reasons.set("store", error);
   app.get("/open", semaphore("open", 1, { client, onStoreError: "fail-open", onStoreUnavailable }), (c) =>

@@ -161,6 +161,14 @@ export function buildNestModule(control: Control, options: Record<string, unknow
       return hold(req, lease);
     }
 
+    @Get("queue")
+    @Semaphore("queue", 1, { waitMs: 10_000, maxQueue: 1 })
+    async queue(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      control.watch(idOf(req), lease);
+      await control.hold(idOf(req));
+      return { waitedMs: lease.waitedMs };
+    }
+
     @Get("spin")
     @Semaphore("spin", 1, { retries: 200, retryDelayMs: 10 })
     spin(@Req() req: NestRequest, @Lease() lease: RequestLease) {

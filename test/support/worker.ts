@@ -1,0 +1,59 @@
+// A child process that takes leases on command, for tests that need several
+// processes on one Redis. Reads JSON lines on stdin, writes JSON lines on
+// stdout; every event carries process.hrtime.bigint() (comparable across
+// processes on one host) as `t`.
+import { createInterface } from "node:readline";
+import { Redis } from "ioredis";
+import { LeaseholdError, lock, redisStore, semaphore } from "../../src/index.js";
+
+const redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", { maxRetriesPerRequest: null });
+redis.on("error", () => {});
+const store = redisStore(redis, { waiterLeaseMs: Number(process.env.WAITER_LEASE_MS ?? 5000), timeoutMs: 2000 });
+
+function emit(event: Record<string, unknown>): void {
+  process.stdout.write(`${JSON.stringify({ ...event, pid: process.pid, t: process.hrtime.bigint().toString() })}\n`);
+}
+
+interface Command {
+  op: "run" | "exit";
+  kind?: "semaphore" | "lock";
+  prefix: string;
+  id: string;
+  label: string;
+  limit?: number;
+  waitMs?: number;
+  holdMs?: number;
+  leaseMs?: number;
+}
+
+async function run(command: Command): Promise<void> {
+  const body = async (lease: { signal: AbortSignal; token: string }) => {
+    emit({ event: "enter", label: command.label, token: lease.token });
+    await new Promise((resolve) => setTimeout(resolve, command.holdMs ?? 0));
+    emit({ event: "exit", label: command.label, aborted: lease.signal.aborted });
+  };
+  try {
+    if (command.kind === "lock") {
+      await lock({ client: store, prefix: command.prefix }).run(command.id, body, {
+        waitMs: command.waitMs,
+        ttlMs: command.leaseMs,
+      });
+    } else {
+      const slots = semaphore({ client: store, prefix: command.prefix, limit: command.limit ?? 1 });
+      await slots.run(command.id, body, { waitMs: command.waitMs, leaseMs: command.leaseMs });
+    }
+    emit({ event: "done", label: command.label });
+  } catch (error) {
+    emit({ event: "failed", label: command.label, code: error instanceof LeaseholdError ? error.code : String(error) });
+  }
+}
+
+createInterface({ input: process.stdin }).on("line", (line) => {
+  const command = JSON.parse(line) as Command;
+  if (command.op === "exit") {
+    redis.disconnect();
+    process.exit(0);
+  }
+  void run(command);
+});
+emit({ event: "ready" });
