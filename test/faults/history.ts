@@ -1,0 +1,96 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+
+/** One step of one caller, as a load worker logged it. */
+export interface HistoryEvent {
+  e: "ready" | "enter" | "exit" | "lost" | "released" | "run-lost" | "error" | "finished";
+  pid: number;
+  t: bigint;
+  tok?: string;
+  code?: string;
+}
+
+export interface LoadProcess {
+  child: ChildProcess;
+  events: HistoryEvent[];
+  finished: Promise<void>;
+  /** hrtime at which the test killed or stopped it, if it did. */
+  killedAt?: bigint;
+}
+
+/** Starts a load worker (load-worker.ts) with the given settings. */
+export function startLoad(env: Record<string, string | number>): LoadProcess {
+  const child = spawn(process.execPath, ["--import", "tsx", "test/faults/load-worker.ts"], {
+    env: { ...process.env, ...Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)])) },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const events: HistoryEvent[] = [];
+  createInterface({ input: child.stdout! }).on("line", (line) => {
+    const raw = JSON.parse(line) as Omit<HistoryEvent, "t"> & { t: string };
+    events.push({ ...raw, t: BigInt(raw.t) });
+  });
+  const finished = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  return { child, events, finished };
+}
+
+/** The checker's verdict on one history. */
+export interface Verdict {
+  operations: number;
+  maxHolders: number;
+  declaredLosses: number;
+  /** Instants with more holders than the limit that no declared loss explains. */
+  unexplained: number;
+  errors: number;
+  problems: string[];
+}
+
+/**
+ * Sweeps the merged history of every process. A holder is inside from its
+ * `enter` to its `exit` (or, if its process was killed, to the kill). At any
+ * instant the holders *not* told of a loss must number at most `limit`:
+ * over-admission is allowed only where its holder was told (the signal
+ * aborted, or `run` rejected with the LeaseLost error).
+ */
+export function check(processes: LoadProcess[], limit: number): Verdict {
+  const lost = new Set<string>();
+  const steps: { t: bigint; tok: string; delta: 1 | -1 }[] = [];
+  let operations = 0;
+  let errors = 0;
+  for (const process of processes) {
+    const open = new Set<string>();
+    for (const event of process.events) {
+      if (event.e === "lost" || event.e === "run-lost") {
+        if (event.tok !== undefined) lost.add(event.tok);
+      }
+      if (event.e === "error") errors++;
+      if (event.tok === undefined) continue;
+      if (event.e === "enter") {
+        operations++;
+        open.add(event.tok);
+        steps.push({ t: event.t, tok: event.tok, delta: 1 });
+      } else if (event.e === "exit" && open.delete(event.tok)) {
+        steps.push({ t: event.t, tok: event.tok, delta: -1 });
+      }
+    }
+    // A killed process stops working at once; its leases lapse on the server on their own.
+    for (const tok of open) steps.push({ t: process.killedAt ?? BigInt(Number.MAX_SAFE_INTEGER) * 1_000_000n, tok, delta: -1 });
+  }
+  steps.sort((a, b) => (a.t < b.t ? -1 : a.t > b.t ? 1 : a.delta - b.delta));
+  const inside = new Set<string>();
+  let maxHolders = 0;
+  let unexplained = 0;
+  const problems: string[] = [];
+  for (const step of steps) {
+    if (step.delta === 1) inside.add(step.tok);
+    else inside.delete(step.tok);
+    maxHolders = Math.max(maxHolders, inside.size);
+    if (inside.size > limit) {
+      const untold = [...inside].filter((tok) => !lost.has(tok)).length;
+      if (untold > limit) {
+        unexplained++;
+        if (problems.length < 5) problems.push(`${untold} holders not told of a loss at t=${step.t} (limit ${limit})`);
+      }
+    }
+  }
+  return { operations, maxHolders, declaredLosses: lost.size, unexplained, errors, problems };
+}

@@ -1,0 +1,70 @@
+// One load process for the fault scenarios: CALLERS concurrent callers loop
+// run() on one semaphore until DURATION_MS has passed, logging every step as
+// a JSON line with process.hrtime.bigint() (comparable across processes on
+// one host). Exits on its own.
+import { Redis } from "ioredis";
+import { LeaseholdError, redisStore, semaphore } from "../../src/index.js";
+
+const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
+const skew = env("SKEW_MS", 0);
+if (skew !== 0) {
+  // Injected client clock skew: only wall-clock readers see it (leasehold reads none).
+  const realNow = Date.now.bind(Date);
+  Date.now = () => realNow() + skew;
+}
+
+const redis = new Redis(process.env.REDIS_URL as string, { maxRetriesPerRequest: null, enableOfflineQueue: true });
+redis.on("error", () => {});
+const store = redisStore(redis, { timeoutMs: env("TIMEOUT_MS", 1000) });
+const limit = env("LIMIT", 20);
+const slots = semaphore({ client: store, prefix: process.env.PREFIX ?? "faults", limit, leaseMs: env("LEASE_MS", 2000) });
+const id = process.env.ID ?? "k";
+const holdMin = env("HOLD_MIN", 5);
+const holdMax = env("HOLD_MAX", 50);
+const blockMs = env("BLOCK_MS", 0);
+const heartbeat = process.env.HEARTBEAT_MS === undefined ? undefined : env("HEARTBEAT_MS", 0);
+const deadline = performance.now() + env("DURATION_MS", 3000);
+
+function emit(event: Record<string, unknown>): void {
+  process.stdout.write(`${JSON.stringify({ ...event, pid: process.pid, t: process.hrtime.bigint().toString() })}\n`);
+}
+
+async function caller(n: number): Promise<void> {
+  while (performance.now() < deadline) {
+    let token: string | undefined;
+    try {
+      await slots.run(
+        id,
+        async (lease) => {
+          token = lease.token;
+          emit({ e: "enter", tok: token });
+          lease.signal.addEventListener("abort", () => emit({ e: "lost", tok: token }), { once: true });
+          if (blockMs > 0) {
+            const until = performance.now() + blockMs;
+            while (performance.now() < until) {
+              // block the event loop on purpose
+            }
+          } else {
+            await new Promise((resolve) => setTimeout(resolve, holdMin + Math.random() * (holdMax - holdMin)));
+          }
+          emit({ e: "exit", tok: token });
+        },
+        heartbeat === undefined ? {} : { heartbeatMs: heartbeat },
+      );
+      emit({ e: "released", tok: token });
+    } catch (error) {
+      const code = error instanceof LeaseholdError ? error.code : String(error);
+      if (code === "ERR_SEMAPHORE_NOT_ACQUIRED") {
+        await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 10));
+      } else {
+        emit({ e: code === "ERR_SEMAPHORE_LEASE_LOST" ? "run-lost" : "error", tok: token, code, caller: n });
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+  }
+}
+
+emit({ e: "ready" });
+await Promise.all(Array.from({ length: env("CALLERS", 10) }, (_, n) => caller(n)));
+emit({ e: "finished" });
+redis.disconnect();
