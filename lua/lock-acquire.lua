@@ -1,3 +1,5 @@
+#!lua
+-- A shebang without allow-oom: at maxmemory with noeviction, taking a new lease is refused up front (OOM).
 -- Take a lock, or join its waiting room, or say how long it stays held.
 -- KEYS[1] lock: holds the holder's token, expiring with the lease
 -- KEYS[2] queue  KEYS[3] info  KEYS[4] expiry  KEYS[5] tickets  (see lib/queue.lua)

@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom: under maxmemory with noeviction, a holder must still be able to keep and return what it holds.
 -- Push a lock's expiry to now + ttl, if the token still holds it.
 -- KEYS[1] lock key  ARGV[1] token  ARGV[2] ttl ms
 -- Returns 1 when extended, 0 when the lock expired or belongs to someone else.

@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom: under maxmemory with noeviction, a holder must still be able to keep and return what it holds.
 -- Delete a lock if the token still holds it (an expired holder must never delete
 -- its successor's lock), then hand it to the head waiter.
 -- KEYS as lock-acquire.lua.  ARGV[1] token  ARGV[2] channel announcing grants

@@ -1,3 +1,5 @@
+#!lua
+-- A shebang without allow-oom: at maxmemory with noeviction, taking a new lease is refused up front (OOM).
 -- Take permits of a semaphore, or join its waiting room, or say how long until one frees.
 -- KEYS[1] holders  KEYS[2] weights  (see lib/holders.lua)
 -- KEYS[3] queue  KEYS[4] info  KEYS[5] expiry  KEYS[6] tickets  (see lib/queue.lua)

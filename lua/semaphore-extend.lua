@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom: under maxmemory with noeviction, a holder must still be able to keep and return what it holds.
 -- Push a semaphore lease's expiry to now + lease, if the token still holds a live lease.
 -- KEYS[1] holders  KEYS[2] weights (see lib/holders.lua)
 -- ARGV[1] token  ARGV[2] lease ms

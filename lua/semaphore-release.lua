@@ -1,3 +1,5 @@
+#!lua flags=allow-oom
+-- allow-oom: under maxmemory with noeviction, a holder must still be able to keep and return what it holds.
 -- Return a semaphore lease's permits, and admit waiters they make room for.
 -- KEYS as semaphore-acquire.lua.  ARGV[1] token  ARGV[2] channel announcing grants
 -- Returns 1 when the lease was live, 0 when it was gone or had lapsed (its
