@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { StoreSource } from "./client.js";
 import type { NotAcquiredReason } from "./errors.js";
+import type { Subject } from "./events.js";
 import type { CallSettings } from "./options.js";
 import type { AcquireReply, QueueOptions, Store, WaiterStatus } from "./store/types.js";
 import { acquireOrCleanUp } from "./store-call.js";
@@ -24,11 +25,13 @@ const DEFAULT_WAITER_LEASE_MS = 5000;
 export type RefusalReason = NotAcquiredReason;
 
 export type Acquired = { acquired: true; store: Store; token: string; sentAt: number; waitedMs: number };
-export type Refused = { acquired: false; retryAfterMs: number; reason: RefusalReason };
+export type Refused = { acquired: false; retryAfterMs: number; reason: RefusalReason; waitedMs: number };
 
 /** The store calls of one primitive on one key. */
 export interface KeyOps {
   kind: "semaphore" | "lock";
+  /** Who is acquiring, for events. */
+  subject: Subject;
   /** The store key (`{prefix:id}`). */
   key: string;
   take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply>;
@@ -56,6 +59,7 @@ export async function acquireLease(source: StoreSource, settings: CallSettings, 
       store,
       () => ops.take(store, token, queue),
       () => ops.leave(store, token),
+      ops.subject,
     );
     if (signal?.aborted) {
       // The caller gave up while the attempt was in flight: nobody will use this permit or place.
@@ -71,14 +75,19 @@ export async function acquireLease(source: StoreSource, settings: CallSettings, 
     sentAt,
     waitedMs: performance.now() - startedAt,
   });
+  const refused = (retryAfterMs: number, reason: RefusalReason): Refused => ({
+    acquired: false,
+    retryAfterMs,
+    reason,
+    waitedMs: performance.now() - startedAt,
+  });
 
   if (settings.waitMs > 0) {
     const queue: QueueOptions = { claimMs: store.waiterLeaseMs ?? DEFAULT_WAITER_LEASE_MS, maxQueue: settings.maxQueue };
     const sentAt = performance.now();
     const reply = await attempt(queue);
     if (reply.acquired) return acquired(sentAt);
-    if (reply.queued !== true)
-      return { acquired: false, retryAfterMs: reply.retryAfterMs, reason: reply.queueFull === true ? "queue-full" : "full" };
+    if (reply.queued !== true) return refused(reply.retryAfterMs, reply.queueFull === true ? "queue-full" : "full");
     try {
       return acquired(
         await waitForGrant({
@@ -96,7 +105,7 @@ export async function acquireLease(source: StoreSource, settings: CallSettings, 
         }),
       );
     } catch (error) {
-      if (error instanceof WaitEnded) return { acquired: false, retryAfterMs: error.retryAfterMs, reason: error.reason };
+      if (error instanceof WaitEnded) return refused(error.retryAfterMs, error.reason);
       throw error;
     }
   }
@@ -105,7 +114,7 @@ export async function acquireLease(source: StoreSource, settings: CallSettings, 
     const sentAt = performance.now();
     const reply = await attempt();
     if (reply.acquired) return acquired(sentAt);
-    if (count >= settings.retries) return { acquired: false, retryAfterMs: reply.retryAfterMs, reason: "full" };
+    if (count >= settings.retries) return refused(reply.retryAfterMs, "full");
     if (settings.retryDelayMs > 0) await pauseUnlessAborted(settings.retryDelayMs, signal);
   }
 }

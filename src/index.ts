@@ -11,6 +11,17 @@ export {
   StoreUnavailableError,
   ValidationError,
 } from "./errors.js";
+export {
+  type AcquiredEvent,
+  CHANNELS,
+  type HttpRejectedEvent,
+  type LostEvent,
+  type RejectedEvent,
+  type ReleasedEvent,
+  type RenewErrorEvent,
+  type StoreErrorEvent,
+  type Subject,
+} from "./events.js";
 export type { Lease, LockLease, SemaphoreLease } from "./lease.js";
 export { type Lock, type LockAcquireOptions, type LockOptions, type LockRunOptions, lock } from "./lock.js";
 export type { CallOptions, KeepingOptions, RetryOptions, WaitOptions } from "./options.js";
@@ -19,9 +30,10 @@ export {
   type SemaphoreAcquireOptions,
   type SemaphoreOptions,
   type SemaphoreRunOptions,
+  type SemaphoreStats,
   semaphore,
 } from "./semaphore.js";
 export { type MemoryStoreOptions, memoryStore } from "./store/memory.js";
 export { type RedisClient, type RedisStore, type RedisStoreOptions, redisStore } from "./store/redis.js";
-export type { AcquireReply, Grant, QueueOptions, Store, WaiterStatus } from "./store/types.js";
+export type { AcquireReply, Grant, LockStats, QueueOptions, SemaphoreFigures, Store, WaiterStatus } from "./store/types.js";
 export { MAX_ID_LENGTH } from "./validate.js";

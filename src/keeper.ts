@@ -1,3 +1,4 @@
+import { channels, type RenewErrorEvent } from "./events.js";
 import type { LeaseHandle } from "./lease.js";
 
 /** How `run` keeps a lease while its body works. */
@@ -8,7 +9,10 @@ export interface KeepOptions {
   onRenewError: ((error: unknown) => void) | undefined;
 }
 
-function report(onRenewError: KeepOptions["onRenewError"], error: unknown): void {
+function report(lease: LeaseHandle, onRenewError: KeepOptions["onRenewError"], error: unknown): void {
+  if (channels.renewError.hasSubscribers) {
+    channels.renewError.publish({ ...lease.subject, token: lease.token, error } satisfies RenewErrorEvent);
+  }
   if (onRenewError === undefined) return;
   try {
     onRenewError(error);
@@ -56,7 +60,7 @@ export async function keepLease<L extends LeaseHandle, T>(
         .extend()
         .then(
           () => undefined,
-          (error: unknown) => report(onRenewError, error),
+          (error: unknown) => report(lease, onRenewError, error),
         )
         .finally(() => {
           renewal = undefined;
@@ -80,7 +84,7 @@ export async function keepLease<L extends LeaseHandle, T>(
     await lease.release();
   } catch (error) {
     // The store did not answer: the permit lapses with its lease. Not a loss.
-    report(onRenewError, error);
+    report(lease, onRenewError, error);
   }
 
   if (lease.signal.aborted) {

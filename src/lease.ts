@@ -1,4 +1,5 @@
 import type { LeaseLostError } from "./errors.js";
+import { channels, type LostEvent, type ReleasedEvent, type Subject } from "./events.js";
 import type { Store } from "./store/types.js";
 import { bounded, isFlag } from "./store-call.js";
 import { positiveMs } from "./validate.js";
@@ -58,6 +59,10 @@ export interface LeaseBackend {
   extend(token: string, ms: number): Promise<boolean>;
   release(token: string): Promise<boolean>;
   lost(): LeaseLostError;
+  /** Who the lease is for, in events. */
+  readonly subject: Subject;
+  /** Permits held (1 for a lock), in events. */
+  readonly weight: number;
 }
 
 /**
@@ -78,6 +83,7 @@ export class LeaseHandle implements Lease {
   deadline: number;
   readonly #controller = new AbortController();
   readonly #backend: LeaseBackend;
+  readonly #heldSince = performance.now();
   #released = false;
 
   constructor(
@@ -98,7 +104,7 @@ export class LeaseHandle implements Lease {
     if (this.#released || this.signal.aborted) return false;
     const sentAt = performance.now();
     const store = this.#backend.store;
-    const ours = await bounded(store, "extend", this.#backend.extend(this.token, ms), isFlag);
+    const ours = await bounded(store, "extend", this.#backend.extend(this.token, ms), isFlag, this.#backend.subject);
     if (ours) this.deadline = sentAt + ms - CLOCK_GRAIN_MS;
     else this.lose();
     return ours;
@@ -109,11 +115,21 @@ export class LeaseHandle implements Lease {
     this.#released = true;
     let ours: boolean;
     try {
-      ours = await bounded(this.#backend.store, "release", this.#backend.release(this.token), isFlag);
+      ours = await bounded(this.#backend.store, "release", this.#backend.release(this.token), isFlag, this.#backend.subject);
     } catch (error) {
       // The store did not answer: the lease may still be held, so a retry must be possible.
       this.#released = false;
       throw error;
+    }
+    if (channels.released.hasSubscribers) {
+      const { subject, weight } = this.#backend;
+      channels.released.publish({
+        ...subject,
+        token: this.token,
+        heldMs: performance.now() - this.#heldSince,
+        ours,
+        weight,
+      } satisfies ReleasedEvent);
     }
     if (!ours) this.lose();
     return ours;
@@ -121,6 +137,15 @@ export class LeaseHandle implements Lease {
 
   /** Declares the lease gone: aborts `signal` with the LeaseLost error, once. */
   lose(): void {
-    if (!this.signal.aborted) this.#controller.abort(this.#backend.lost());
+    if (this.signal.aborted) return;
+    const error = this.#backend.lost();
+    this.#controller.abort(error);
+    if (channels.lost.hasSubscribers)
+      channels.lost.publish({ ...this.#backend.subject, token: this.token, error } satisfies LostEvent);
+  }
+
+  /** Who the lease is for (kind, name, id), for events. */
+  get subject(): Subject {
+    return this.#backend.subject;
   }
 }

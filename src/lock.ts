@@ -1,6 +1,7 @@
 import { acquireLease, type RefusalReason, storeKey } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { LockLeaseLostError, LockNotAcquiredError, ValidationError } from "./errors.js";
+import { type AcquiredEvent, channels, type RejectedEvent, subjectOf } from "./events.js";
 import { keepLease } from "./keeper.js";
 import { LeaseHandle, type LockLease } from "./lease.js";
 import {
@@ -14,6 +15,8 @@ import {
   resolveDefaults,
   type WaitOptions,
 } from "./options.js";
+import type { LockStats } from "./store/types.js";
+import { bounded, isLockStats } from "./store-call.js";
 import { id as checkId, knownOptions, optionsObject } from "./validate.js";
 
 /** Options of `acquire` on a lock. */
@@ -62,6 +65,8 @@ export interface Lock {
    * `fn` ran, even if `fn` resolved.
    */
   run<T>(id: string, fn: (lease: LockLease) => T | PromiseLike<T>, options?: LockRunOptions): Promise<T>;
+  /** Whether `id` is held, and for how long yet if not renewed: one store round trip. */
+  stats(id: string): Promise<LockStats>;
 }
 
 const FACTORY_OPTIONS = [
@@ -100,6 +105,12 @@ class DistributedLock implements Lock {
     return keepLease(lease, fn, settings);
   }
 
+  async stats(id: string): Promise<LockStats> {
+    const key = storeKey(this.#defaults.prefix, checkId(id));
+    const store = await this.#defaults.source.get();
+    return bounded(store, "stats", store.lockStats(key), isLockStats, subjectOf("lock", id));
+  }
+
   #prepare(id: string, options: LockRunOptions | undefined, keeping: boolean): CallSettings {
     checkId(id);
     const given = optionsObject(options, keeping ? "run" : "acquire");
@@ -112,20 +123,30 @@ class DistributedLock implements Lock {
     settings: CallSettings,
   ): Promise<{ lease: LeaseHandle | null; retryAfterMs: number; reason: RefusalReason }> {
     const key = storeKey(this.#defaults.prefix, id);
+    const subject = subjectOf("lock", id);
     const outcome = await acquireLease(this.#defaults.source, settings, {
       kind: "lock",
+      subject,
       key,
       take: (store, token, queue) => store.lockAcquire(key, token, settings.leaseMs, queue),
       leave: (store, token) => store.lockLeave(key, token),
       refresh: (store, tokens, claimMs) => store.lockRefreshWaiters(key, tokens, claimMs),
     });
-    if (!outcome.acquired) return { lease: null, retryAfterMs: outcome.retryAfterMs, reason: outcome.reason };
+    if (!outcome.acquired) {
+      if (channels.rejected.hasSubscribers) {
+        channels.rejected.publish({ ...subject, reason: outcome.reason, waitedMs: outcome.waitedMs } satisfies RejectedEvent);
+      }
+      return { lease: null, retryAfterMs: outcome.retryAfterMs, reason: outcome.reason };
+    }
     const { store, token, sentAt, waitedMs } = outcome;
+    if (channels.acquired.hasSubscribers) channels.acquired.publish({ ...subject, token, waitedMs } satisfies AcquiredEvent);
     const lease = new LeaseHandle(id, token, settings.leaseMs, sentAt, waitedMs, {
       store,
       extend: (t, ms) => store.lockExtend(key, t, ms),
       release: (t) => store.lockRelease(key, t),
       lost: () => new LockLeaseLostError(id),
+      subject,
+      weight: 1,
     });
     return { lease, retryAfterMs: 0, reason: "full" };
   }

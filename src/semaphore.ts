@@ -1,6 +1,7 @@
 import { acquireLease, type RefusalReason, storeKey } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError, ValidationError } from "./errors.js";
+import { type AcquiredEvent, channels, type RejectedEvent, subjectOf } from "./events.js";
 import { keepLease } from "./keeper.js";
 import { LeaseHandle, type SemaphoreLease } from "./lease.js";
 import {
@@ -14,7 +15,7 @@ import {
   resolveDefaults,
   type WaitOptions,
 } from "./options.js";
-import { bounded, isCount } from "./store-call.js";
+import { bounded, isCount, isFigures } from "./store-call.js";
 import { id as checkId, integerAtLeast, knownOptions, optionsObject } from "./validate.js";
 
 /** Options of `acquire` on a semaphore. */
@@ -77,6 +78,24 @@ export interface Semaphore {
   run<T>(id: string, fn: (lease: SemaphoreLease) => T | PromiseLike<T>, options?: SemaphoreRunOptions): Promise<T>;
   /** Live holders of `id` (not permits: a weight-3 holder counts once). Lapsed leases are not counted. */
   count(id: string): Promise<number>;
+  /**
+   * Permit usage of `id` in one store round trip: the limit, permits used,
+   * live holders, callers waiting, and permits available.
+   */
+  stats(id: string): Promise<SemaphoreStats>;
+}
+
+/** What {@link Semaphore.stats} reports. */
+export interface SemaphoreStats {
+  limit: number;
+  /** Permits held by live leases (weights included). */
+  used: number;
+  /** Live leases; agrees with `count(id)`. */
+  holders: number;
+  /** Callers waiting in the queue. */
+  waiting: number;
+  /** `limit - used`, at least 0 (a lowered limit can leave `used` above it). */
+  available: number;
 }
 
 const FACTORY_OPTIONS = [
@@ -157,7 +176,15 @@ class DistributedSemaphore implements Semaphore {
   async count(id: string): Promise<number> {
     const key = storeKey(this.#defaults.prefix, checkId(id));
     const store = await this.#defaults.source.get();
-    return bounded(store, "count", store.semaphoreCount(key), isCount);
+    return bounded(store, "count", store.semaphoreCount(key), isCount, subjectOf("semaphore", id));
+  }
+
+  async stats(id: string): Promise<SemaphoreStats> {
+    const key = storeKey(this.#defaults.prefix, checkId(id));
+    const limit = this.#limitFor(id);
+    const store = await this.#defaults.source.get();
+    const figures = await bounded(store, "stats", store.semaphoreStats(key), isFigures, subjectOf("semaphore", id));
+    return { limit, ...figures, available: Math.max(0, limit - figures.used) };
   }
 
   /** Validates everything about a call before any slot is taken. */
@@ -194,8 +221,10 @@ class DistributedSemaphore implements Semaphore {
 
   async #take(call: PreparedCall): Promise<SemaphoreLeaseHandle | null> {
     const { id, key, settings, limit, weight } = call;
+    const subject = subjectOf("semaphore", id);
     const outcome = await acquireLease(this.#defaults.source, settings, {
       kind: "semaphore",
+      subject,
       key,
       take: (store, token, queue) => store.semaphoreAcquire(key, token, limit, weight, settings.leaseMs, queue),
       leave: (store, token) => store.semaphoreLeave(key, token),
@@ -204,9 +233,20 @@ class DistributedSemaphore implements Semaphore {
     if (!outcome.acquired) {
       call.retryAfterMs = outcome.retryAfterMs;
       call.reason = outcome.reason;
+      if (channels.rejected.hasSubscribers) {
+        channels.rejected.publish({
+          ...subject,
+          reason: outcome.reason,
+          waitedMs: outcome.waitedMs,
+          limit,
+        } satisfies RejectedEvent);
+      }
       return null;
     }
     const { store, token, sentAt, waitedMs } = outcome;
+    if (channels.acquired.hasSubscribers) {
+      channels.acquired.publish({ ...subject, token, waitedMs, limit, weight } satisfies AcquiredEvent);
+    }
     return new SemaphoreLeaseHandle(
       id,
       token,
@@ -218,6 +258,8 @@ class DistributedSemaphore implements Semaphore {
         extend: (t, ms) => store.semaphoreExtend(key, t, ms),
         release: (t) => store.semaphoreRelease(key, t),
         lost: () => new SemaphoreLeaseLostError(id, limit),
+        subject,
+        weight,
       },
       limit,
       weight,

@@ -1,6 +1,7 @@
 import { LeaseholdError, StoreUnavailableError } from "./errors.js";
+import { channels, type StoreErrorEvent, type Subject } from "./events.js";
 import { isMemoryStore } from "./store/memory.js";
-import type { AcquireReply, Store } from "./store/types.js";
+import type { AcquireReply, LockStats, SemaphoreFigures, Store } from "./store/types.js";
 
 /** Default bound for stores that do not name their own (a custom store). */
 const DEFAULT_TIMEOUT_MS = 2000;
@@ -18,6 +19,23 @@ function timeoutOf(store: Store): number | undefined {
  * a `StoreUnavailableError`, so callers see one error type and a bounded wait.
  */
 export async function bounded<T>(
+  store: Store,
+  operation: string,
+  pending: Promise<T>,
+  valid: (reply: unknown) => boolean,
+  subject?: Subject,
+): Promise<T> {
+  try {
+    return await boundedCall(store, operation, pending, valid);
+  } catch (error) {
+    if (channels.storeError.hasSubscribers && error instanceof StoreUnavailableError) {
+      channels.storeError.publish({ store: store.kind, operation, error, ...subject } satisfies StoreErrorEvent);
+    }
+    throw error;
+  }
+}
+
+async function boundedCall<T>(
   store: Store,
   operation: string,
   pending: Promise<T>,
@@ -66,6 +84,21 @@ export const isFlag = (reply: unknown): boolean => typeof reply === "boolean";
 
 export const isCount = (reply: unknown): boolean => typeof reply === "number" && Number.isSafeInteger(reply) && reply >= 0;
 
+const isWhole = (value: unknown): boolean => typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
+
+export const isFigures = (reply: unknown): boolean =>
+  typeof reply === "object" &&
+  reply !== null &&
+  isWhole((reply as SemaphoreFigures).used) &&
+  isWhole((reply as SemaphoreFigures).holders) &&
+  isWhole((reply as SemaphoreFigures).waiting);
+
+export const isLockStats = (reply: unknown): boolean =>
+  typeof reply === "object" &&
+  reply !== null &&
+  typeof (reply as LockStats).held === "boolean" &&
+  isWhole((reply as LockStats).expiresInMs);
+
 export const isAcquireReply = (reply: unknown): boolean =>
   typeof reply === "object" &&
   reply !== null &&
@@ -85,6 +118,7 @@ export async function acquireOrCleanUp(
   store: Store,
   attempt: () => Promise<AcquireReply>,
   release: () => Promise<unknown>,
+  subject?: Subject,
 ): Promise<AcquireReply> {
   let pending: Promise<AcquireReply>;
   try {
@@ -93,7 +127,7 @@ export async function acquireOrCleanUp(
     pending = Promise.reject(error);
   }
   try {
-    return await bounded(store, "acquire", pending, isAcquireReply);
+    return await bounded(store, "acquire", pending, isAcquireReply, subject);
   } catch (error) {
     const ignore = (): void => {};
     Promise.resolve().then(release).catch(ignore);

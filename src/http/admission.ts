@@ -8,6 +8,7 @@ import {
   StoreUnavailableError,
   ValidationError,
 } from "../errors.js";
+import { channels, type HttpRejectedEvent } from "../events.js";
 import type { Lease, LockLease, SemaphoreLease } from "../lease.js";
 import { type Lock, lock } from "../lock.js";
 import { type Semaphore, semaphore } from "../semaphore.js";
@@ -385,13 +386,13 @@ export class Admission<Req> {
           if (exchange.gone) {
             resolve({ type: "abandoned" });
           } else if (error instanceof SemaphoreNotAcquiredError || error instanceof LockNotAcquiredError) {
-            resolve({ type: "rejected", rejection: this.#refusal(error, id, limit) });
+            resolve({ type: "rejected", rejection: this.#announce(this.#refusal(error, id, limit), id) });
           } else if (error instanceof StoreUnavailableError) {
             this.#onStoreUnavailable?.(error, request);
             resolve(
               this.#failOpen
                 ? { type: "passed", reason: "store-unavailable", request }
-                : { type: "rejected", rejection: this.#storeDown(error, id, limit) },
+                : { type: "rejected", rejection: this.#announce(this.#storeDown(error, id, limit), id) },
             );
           } else {
             reject(error);
@@ -412,6 +413,20 @@ export class Admission<Req> {
       `The permit on "${id}" was lost before the response started, so the request was stopped rather than run over the limit.`,
       error,
     );
+  }
+
+  /** Publishes an adapter refusal on its diagnostics channel. Names the route, never the tenant. */
+  #announce(refused: Rejection, id: string): Rejection {
+    if (channels.httpRejected.hasSubscribers) {
+      channels.httpRejected.publish({
+        kind: this.kind,
+        name: this.name,
+        id,
+        status: refused.status,
+        reason: refused.reason,
+      } satisfies HttpRejectedEvent);
+    }
+    return refused;
   }
 
   #refusal(error: SemaphoreNotAcquiredError | LockNotAcquiredError, id: string, limit: number): Rejection {

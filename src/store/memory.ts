@@ -1,5 +1,5 @@
 import { knownOptions, optionsObject, positiveMs } from "../validate.js";
-import type { AcquireReply, Grant, QueueOptions, Store, WaiterStatus } from "./types.js";
+import type { AcquireReply, Grant, LockStats, QueueOptions, SemaphoreFigures, Store, WaiterStatus } from "./types.js";
 
 interface Holder {
   expiresAt: number;
@@ -116,6 +116,29 @@ class MemoryStore implements Store {
     let live = 0;
     for (const holder of state.holders.values()) if (holder.expiresAt > now) live++;
     return live;
+  }
+
+  async semaphoreStats(key: string): Promise<SemaphoreFigures> {
+    const now = performance.now();
+    const state = this.semaphores.get(key);
+    if (state === undefined) return { used: 0, holders: 0, waiting: 0 };
+    let used = 0;
+    let holders = 0;
+    for (const holder of state.holders.values()) {
+      if (holder.expiresAt <= now) continue;
+      used += holder.weight;
+      holders++;
+    }
+    let waiting = 0;
+    for (const waiter of state.queue.values()) if (waiter.expiresAt > now) waiting++;
+    return { used, holders, waiting };
+  }
+
+  async lockStats(key: string): Promise<LockStats> {
+    const now = performance.now();
+    const state = this.locks.get(key);
+    if (state?.token === undefined || state.expiresAt <= now) return { held: false, expiresInMs: 0 };
+    return { held: true, expiresInMs: Math.ceil(state.expiresAt - now) };
   }
 
   async semaphoreLeave(key: string, token: string): Promise<void> {

@@ -1,7 +1,7 @@
 import { StoreUnavailableError, ValidationError } from "../errors.js";
 import { knownOptions, optionsObject, positiveMs } from "../validate.js";
 import { scripts } from "./lua.generated.js";
-import type { AcquireReply, Grant, QueueOptions, Store, WaiterStatus } from "./types.js";
+import type { AcquireReply, Grant, LockStats, QueueOptions, SemaphoreFigures, Store, WaiterStatus } from "./types.js";
 
 /**
  * The part of a Redis client leasehold uses, typed structurally so that an
@@ -146,6 +146,25 @@ class RedisLeaseStore implements RedisStore {
     const reply = await runScript(this.client, scripts.semaphoreCount, [key], []);
     if (typeof reply === "number" && Number.isInteger(reply) && reply >= 0) return reply;
     throw unexpected(reply, scripts.semaphoreCount);
+  }
+
+  async semaphoreStats(key: string): Promise<SemaphoreFigures> {
+    const script = scripts.semaphoreStats;
+    const reply = await runScript(this.client, script, [key, `${key}:w`, `${key}:qe`], []);
+    if (Array.isArray(reply) && reply.length === 3 && reply.every((n) => Number.isInteger(n) && n >= 0)) {
+      const [used, holders, waiting] = reply as [number, number, number];
+      return { used, holders, waiting };
+    }
+    throw unexpected(reply, script);
+  }
+
+  async lockStats(key: string): Promise<LockStats> {
+    const script = scripts.lockStats;
+    const reply = await runScript(this.client, script, [key], []);
+    if (Array.isArray(reply) && reply.length === 2 && (reply[0] === 0 || reply[0] === 1) && Number.isInteger(reply[1])) {
+      return { held: reply[0] === 1, expiresInMs: reply[1] as number };
+    }
+    throw unexpected(reply, script);
   }
 
   async semaphoreLeave(key: string, token: string): Promise<void> {

@@ -29,6 +29,23 @@ export interface Grant {
   reservedMs: number;
 }
 
+/** What a store knows of one semaphore id. */
+export interface SemaphoreFigures {
+  /** Permits held by live leases (weights included). */
+  used: number;
+  /** Live leases (a weight-3 lease counts once). */
+  holders: number;
+  /** Callers waiting in the queue. */
+  waiting: number;
+}
+
+/** The state of one lock id. */
+export interface LockStats {
+  held: boolean;
+  /** Ms until the current lease ends if not renewed; 0 when free. */
+  expiresInMs: number;
+}
+
 /** Where a waiter stands: granted (claim it), still waiting, or gone from the queue. */
 export type WaiterStatus = "held" | "waiting" | "gone";
 
@@ -71,6 +88,8 @@ export interface Store {
   semaphoreRelease(key: string, token: string): Promise<boolean>;
   /** Live holders (not permits) of the semaphore. */
   semaphoreCount(key: string): Promise<number>;
+  /** Permits used and holders (live only), and live waiters: one round trip, no writes. */
+  semaphoreStats(key: string): Promise<SemaphoreFigures>;
   /** Leave the queue, returning a grant not yet claimed. */
   semaphoreLeave(key: string, token: string): Promise<void>;
   /** Keep these waiters' leases alive, grant who fits, and say where each stands. */
@@ -82,6 +101,8 @@ export interface Store {
   lockExtend(key: string, token: string, ttlMs: number): Promise<boolean>;
   /** Delete the lock (and hand it to the head waiter); true only if `token` held it. */
   lockRelease(key: string, token: string): Promise<boolean>;
+  /** Whether the lock is held and for how long yet. */
+  lockStats(key: string): Promise<LockStats>;
   /** Leave the lock's queue, returning a grant not yet claimed. */
   lockLeave(key: string, token: string): Promise<void>;
   /** Keep these waiters' leases alive, grant the lock if free, and say where each stands. */

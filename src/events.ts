@@ -1,0 +1,104 @@
+import { channel } from "node:diagnostics_channel";
+
+/**
+ * The `node:diagnostics_channel` names leasehold publishes on. Publishing
+ * costs nothing while nobody subscribes: events are built only when a
+ * channel has subscribers.
+ *
+ * @example
+ * ```ts
+ * import { subscribe } from "node:diagnostics_channel";
+ * import { CHANNELS, type RejectedEvent } from "leasehold";
+ * subscribe(CHANNELS.rejected, (event) => log.warn(event as RejectedEvent, "shed"));
+ * ```
+ */
+export const CHANNELS = {
+  /** A lease was granted: {@link AcquiredEvent}. */
+  acquired: "leasehold:acquired",
+  /** An acquire came back empty-handed: {@link RejectedEvent}. */
+  rejected: "leasehold:rejected",
+  /** A lease was given back: {@link ReleasedEvent}. */
+  released: "leasehold:released",
+  /** A lease was declared lost: {@link LostEvent}. */
+  lost: "leasehold:lost",
+  /** A renewal (or final release) round trip failed: {@link RenewErrorEvent}. */
+  renewError: "leasehold:renew-error",
+  /** The store failed a call: {@link StoreErrorEvent}. */
+  storeError: "leasehold:store-error",
+  /** An HTTP adapter refused a request: {@link HttpRejectedEvent}. */
+  httpRejected: "leasehold:http-rejected",
+} as const;
+
+/**
+ * What every event names. `name` is the id up to its first `:` (the adapters'
+ * route name, e.g. `"openai"` for `"openai:tenant-42"`): use it, not `id`, as
+ * a metric attribute, or tenant ids explode the series count.
+ */
+export interface Subject {
+  kind: "semaphore" | "lock";
+  name: string;
+  id: string;
+}
+
+export interface AcquiredEvent extends Subject {
+  token: string;
+  waitedMs: number;
+  /** Semaphores only. */
+  limit?: number;
+  weight?: number;
+}
+
+export interface RejectedEvent extends Subject {
+  reason: "full" | "queue-full" | "wait-timeout";
+  waitedMs: number;
+  limit?: number;
+}
+
+export interface ReleasedEvent extends Subject {
+  token: string;
+  heldMs: number;
+  /** False when the lease had already lapsed or been taken. */
+  ours: boolean;
+  weight?: number;
+}
+
+export interface LostEvent extends Subject {
+  token: string;
+  error: Error;
+}
+
+export interface RenewErrorEvent extends Subject {
+  token: string;
+  error: unknown;
+}
+
+export interface StoreErrorEvent {
+  store: string;
+  operation: string;
+  error: Error;
+  kind?: "semaphore" | "lock";
+  name?: string;
+  id?: string;
+}
+
+export interface HttpRejectedEvent extends Subject {
+  status: number;
+  reason: string;
+}
+
+/** The channels themselves, looked up once. */
+export const channels = {
+  acquired: channel(CHANNELS.acquired),
+  rejected: channel(CHANNELS.rejected),
+  released: channel(CHANNELS.released),
+  lost: channel(CHANNELS.lost),
+  renewError: channel(CHANNELS.renewError),
+  storeError: channel(CHANNELS.storeError),
+  httpRejected: channel(CHANNELS.httpRejected),
+};
+
+/** The subject of an id: its kind, its name (up to the first `:`), and the id. */
+export function subjectOf(kind: "semaphore" | "lock", id: string): Subject {
+  const colon = id.indexOf(":");
+  return { kind, name: colon === -1 ? id : id.slice(0, colon), id };
+}
