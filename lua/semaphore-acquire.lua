@@ -15,6 +15,20 @@ local token, limit, weight, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]
 local claim, maxQueue, channel = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
 --!include lib/clock.lua
 --!include lib/holders.lua
+
+-- The common case first, before the waiting room's helpers are even defined:
+-- nobody heavier than 1 and nobody waiting. Reclaim lapsed leases, take, done.
+if weight == 1 and redis.call('EXISTS', weights, queue) == 0 then
+  redis.call('ZREMRANGEBYSCORE', holders, '-inf', now)
+  -- A token already holding is a re-sent acquire: refresh it, never count it twice.
+  if redis.call('ZSCORE', holders, token) or redis.call('ZCARD', holders) < limit then
+    redis.call('ZADD', holders, now + lease, token)
+    holders_expire(now)
+    return {1, 0}
+  end
+  if claim == 0 then return {0, holders_next(now)} end
+end
+
 --!include lib/queue.lua
 --!include lib/grant-semaphore.lua
 

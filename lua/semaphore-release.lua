@@ -2,22 +2,36 @@
 -- allow-oom: under maxmemory with noeviction, a holder must still be able to keep and return what it holds.
 -- Return a semaphore lease's permits, and admit waiters they make room for.
 -- KEYS as semaphore-acquire.lua.  ARGV[1] token  ARGV[2] channel announcing grants
+-- ARGV[3] the lease's weight, when the caller knows it (1 spares the weights lookup)
 -- Returns 1 when the lease was live, 0 when it was gone or had lapsed (its
 -- entry, if still present, is removed either way).
 local holders, weights, queue, info, expiry, tickets, limits = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local token, channel = ARGV[1], ARGV[2]
+local token, channel, weight = ARGV[1], ARGV[2], tonumber(ARGV[3])
 --!include lib/clock.lua
 --!include lib/holders.lua
 --!include lib/queue.lua
 --!include lib/grant-semaphore.lua
 
-local score = holders_remove(token)
+-- The hot path: a weight-1 holder leaving an id nobody waits for is ZSCORE, ZREM
+-- and two EXISTS. Keys keep the TTL they have: they still vanish with their last lease.
+local score
+if weight == 1 then
+  score = redis.call('ZSCORE', holders, token)
+  if score then
+    score = tonumber(score)
+    redis.call('ZREM', holders, token)
+  end
+else
+  score = holders_remove(token)
+end
 if redis.call('EXISTS', queue) == 1 then
   holders_prune(now)
   queue_prune(now)
   grant(now, tonumber(redis.call('GET', limits)), channel)
   queue_expire(now, limits)
+  holders_expire(now)
+elseif redis.call('EXISTS', holders) == 0 then
+  redis.call('DEL', weights)
 end
-holders_expire(now)
 if not score or score <= now then return 0 end
 return 1

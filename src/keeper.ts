@@ -44,7 +44,7 @@ export async function keepLease<L extends LeaseHandle, T>(
 
   const pastDeadline = (): boolean => {
     if (performance.now() >= lease.deadline) lease.lose();
-    return lease.signal.aborted;
+    return lease.lost !== undefined;
   };
   const schedule = (): void => {
     const untilDeadline = lease.deadline - performance.now();
@@ -87,8 +87,8 @@ export async function keepLease<L extends LeaseHandle, T>(
     report(lease, onRenewError, error);
   }
 
-  if (lease.signal.aborted) {
-    const lost = lease.signal.reason as Error;
+  const lost = lease.lost;
+  if (lost !== undefined) {
     if (!settled.ok && settled.error !== lost && lost.cause === undefined) {
       // Keep the body's own failure reachable instead of dropping it.
       Object.defineProperty(lost, "cause", { value: settled.error, configurable: true, writable: true });

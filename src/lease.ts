@@ -78,10 +78,13 @@ const CLOCK_GRAIN_MS = 1;
  * the store computed on its own clock.
  */
 export class LeaseHandle implements Lease {
-  readonly signal: AbortSignal;
   /** Monotonic time after which the lease has certainly lapsed unless extended. */
   deadline: number;
-  readonly #controller = new AbortController();
+  // Made on first use: most short leases are never asked for their signal, and an
+  // AbortController costs more than the rest of an in-memory acquire.
+  #controller: AbortController | undefined;
+  /** The LeaseLost error, once the lease is declared lost. */
+  #lost: Error | undefined;
   readonly #backend: LeaseBackend;
   readonly #heldSince = performance.now();
   #released = false;
@@ -94,14 +97,13 @@ export class LeaseHandle implements Lease {
     readonly waitedMs: number,
     backend: LeaseBackend,
   ) {
-    this.signal = this.#controller.signal;
     this.deadline = sentAt + leaseMs - CLOCK_GRAIN_MS;
     this.#backend = backend;
   }
 
   async extend(ms: number = this.leaseMs): Promise<boolean> {
     positiveMs("ms", ms, "Pass the new lease length to extend(ms), or nothing to reuse the lease's own.");
-    if (this.#released || this.signal.aborted) return false;
+    if (this.#released || this.#lost !== undefined) return false;
     const sentAt = performance.now();
     const store = this.#backend.store;
     const ours = await bounded(store, "extend", this.#backend.extend(this.token, ms), isFlag, this.#backend.subject);
@@ -135,11 +137,25 @@ export class LeaseHandle implements Lease {
     return ours;
   }
 
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#lost !== undefined) this.#controller.abort(this.#lost);
+    }
+    return this.#controller.signal;
+  }
+
+  /** The LeaseLost error once the lease is known to be gone, else undefined. */
+  get lost(): Error | undefined {
+    return this.#lost;
+  }
+
   /** Declares the lease gone: aborts `signal` with the LeaseLost error, once. */
   lose(): void {
-    if (this.signal.aborted) return;
+    if (this.#lost !== undefined) return;
     const error = this.#backend.lost();
-    this.#controller.abort(error);
+    this.#lost = error;
+    this.#controller?.abort(error);
     if (channels.lost.hasSubscribers)
       channels.lost.publish({ ...this.#backend.subject, token: this.token, error } satisfies LostEvent);
   }

@@ -256,7 +256,7 @@ class DistributedSemaphore implements Semaphore {
       {
         store,
         extend: (t, ms) => store.semaphoreExtend(key, t, ms),
-        release: (t) => store.semaphoreRelease(key, t),
+        release: (t) => store.semaphoreRelease(key, t, weight),
         lost: () => new SemaphoreLeaseLostError(id, limit),
         subject,
         weight,

@@ -4,10 +4,14 @@
 
 -- Lapsed leases are reclaimed here rather than by a sweeper.
 local function holders_prune(now)
+  if redis.call('EXISTS', weights) == 0 then
+    -- Nobody heavier than 1: dropping the lapsed range is all there is to do.
+    redis.call('ZREMRANGEBYSCORE', holders, '-inf', now)
+    return
+  end
   local lapsed = redis.call('ZRANGEBYSCORE', holders, '-inf', now)
   if #lapsed == 0 then return end
   redis.call('ZREMRANGEBYSCORE', holders, '-inf', now)
-  if redis.call('EXISTS', weights) == 0 then return end
   local freed = 0
   for i = 1, #lapsed do
     local w = redis.call('HGET', weights, lapsed[i])

@@ -137,9 +137,9 @@ class RedisLeaseStore implements RedisStore {
     return flag(await runScript(this.client, script, [key, `${key}:w`], [token, leaseMs]), script);
   }
 
-  async semaphoreRelease(key: string, token: string): Promise<boolean> {
+  async semaphoreRelease(key: string, token: string, weight?: number): Promise<boolean> {
     const script = scripts.semaphoreRelease;
-    return flag(await runScript(this.client, script, semaphoreKeys(key), [token, channelOf(key)]), script);
+    return flag(await runScript(this.client, script, semaphoreKeys(key), [token, channelOf(key), weight ?? 0]), script);
   }
 
   async semaphoreCount(key: string): Promise<number> {

@@ -84,8 +84,12 @@ export interface Store {
   ): Promise<AcquireReply>;
   /** Push `token`'s expiry to now + `leaseMs`; false unless it holds a live lease. */
   semaphoreExtend(key: string, token: string, leaseMs: number): Promise<boolean>;
-  /** Return `token`'s permits (and grant waiters they make room for); true only if its lease was still live. */
-  semaphoreRelease(key: string, token: string): Promise<boolean>;
+  /**
+   * Return `token`'s permits (and grant waiters they make room for); true only
+   * if its lease was still live. `weight`, when given, is the lease's own (a
+   * hint that spares a lookup).
+   */
+  semaphoreRelease(key: string, token: string, weight?: number): Promise<boolean>;
   /** Live holders (not permits) of the semaphore. */
   semaphoreCount(key: string): Promise<number>;
   /** Permits used and holders (live only), and live waiters: one round trip, no writes. */

@@ -1,0 +1,401 @@
+// npm run bench [-- --quick]: leasehold (as built in dist/, what users run)
+// side by side with what users would
+// pick instead, in one run on this machine, reported as ratios (absolute
+// figures on a shared 2-core machine are noise; ratios measured together are
+// not). Writes bench/results.json and one SVG chart per scenario.
+import { spawn } from "node:child_process";
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
+import { writeFileSync } from "node:fs";
+import { cpus, totalmem } from "node:os";
+import { Sema } from "async-sema";
+import autocannon from "autocannon";
+import { Redis } from "ioredis";
+import pLimit from "p-limit";
+import { Semaphore as RedisSemaphore } from "redis-semaphore";
+import { CHANNELS, memoryStore, semaphore } from "../dist/esm/src/index.js";
+import { freePort, startRedisServer } from "../test/support/redis-server.js";
+import { cycles, medianOf, round, type Sample, summarize } from "./measure.js";
+import { barChart } from "./svg.js";
+
+const quick = process.argv.includes("--quick");
+const ms = (full: number, fast: number) => (quick ? fast : full);
+const rounds = quick ? 1 : 3;
+
+interface Target {
+  target: string;
+  value: number;
+  goal: number;
+  pass: boolean;
+}
+interface Scenario {
+  name: string;
+  unit: string;
+  rows: Record<string, number | string>[];
+  bars: { label: string; value: number }[];
+  targets: Target[];
+}
+const scenarios: Scenario[] = [];
+const target = (name: string, value: number, goal: number, atMost = false): Target => ({
+  target: name,
+  value: round(value, 3),
+  goal,
+  pass: atMost ? value <= goal : value >= goal,
+});
+
+const server = await startRedisServer();
+const redis = new Redis(server.url);
+const admin = new Redis(server.url);
+
+async function commands(): Promise<Record<string, number>> {
+  const stats = await admin.info("commandstats");
+  return Object.fromEntries([...stats.matchAll(/^cmdstat_([\w|]+):calls=(\d+)/gm)].map(([, name, calls]) => [name as string, Number(calls)]));
+}
+const sent = (before: Record<string, number>, after: Record<string, number>) =>
+  ["evalsha", "eval"].reduce((sum, name) => sum + ((after[name] ?? 0) - (before[name] ?? 0)), 0);
+
+/** 1. One acquire + release cycle on Redis: leasehold, redis-semaphore, and bare ioredis doing the least possible. */
+async function redisCycles(): Promise<void> {
+  const floorScript = `if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) return 1 end return 0`;
+  const floorSha = (await redis.script("LOAD", floorScript)) as string;
+  const slots = semaphore(redis, { limit: 100_000, prefix: "bench-cycle" });
+  let n = 0;
+  const subjects: [string, () => Promise<unknown>][] = [
+    [
+      "bare ioredis (floor)",
+      async () => {
+        const token = `t${n++}`;
+        await redis.evalsha(floorSha, 1, "floor", token, 100_000, Date.now() + 60_000);
+        await redis.zrem("floor", token);
+      },
+    ],
+    [
+      "leasehold",
+      async () => {
+        const lease = await slots.acquire("k");
+        await lease?.release();
+      },
+    ],
+    [
+      "redis-semaphore",
+      async () => {
+        const held = new RedisSemaphore(redis, "rs-cycle", 100_000, { refreshInterval: 0, acquireAttemptsLimit: 1 });
+        await held.acquire();
+        await held.release();
+      },
+    ],
+  ];
+  const rows: Record<string, number | string>[] = [];
+  const bars: Scenario["bars"] = [];
+  const at64: Record<string, Sample> = {};
+  for (const concurrency of [1, 64]) {
+    const results: Record<string, Sample[]> = {};
+    for (let r = 0; r < rounds; r++) {
+      for (const [name, op] of subjects) (results[name] ??= []).push(await cycles(op, concurrency, ms(2000, 400)));
+    }
+    for (const [name] of subjects) {
+      const sample = medianOf(results[name] as Sample[]);
+      if (concurrency === 64) at64[name] = sample;
+      rows.push({ subject: name, concurrency, "cycles/s": Math.round(sample.opsPerSec), "p50 ms": round(sample.p50), "p99 ms": round(sample.p99) });
+      bars.push({ label: `${name} @${concurrency}`, value: sample.opsPerSec });
+    }
+  }
+  const floor = at64["bare ioredis (floor)"] as Sample;
+  const ours = at64.leasehold as Sample;
+  const theirs = at64["redis-semaphore"] as Sample;
+  scenarios.push({
+    name: "redis-cycle",
+    unit: "cycles/s",
+    rows,
+    bars,
+    targets: [
+      target("cycles/s at 64 vs the bare-ioredis floor", ours.opsPerSec / floor.opsPerSec, 0.9),
+      target("cycles/s at 64 vs redis-semaphore", ours.opsPerSec / theirs.opsPerSec, 1.2),
+    ],
+  });
+}
+
+/** 2. Limit 16, 64 callers, a 5 ms body: how much of limit/body gets through, and how long callers wait. */
+async function contended(): Promise<void> {
+  const limit = 16;
+  const bodyMs = 5;
+  const callers = 64;
+  const duration = ms(4000, 1000);
+  const ideal = limit / (bodyMs / 1000);
+  const body = () => new Promise((resolve) => setTimeout(resolve, bodyMs));
+  const run = async (acquireAndHold: () => Promise<() => Promise<unknown>>) => {
+    const waits: number[] = [];
+    const started = performance.now();
+    const until = started + duration;
+    await Promise.all(
+      Array.from({ length: callers }, async () => {
+        while (performance.now() < until) {
+          const t0 = performance.now();
+          const release = await acquireAndHold();
+          waits.push(performance.now() - t0);
+          await body();
+          await release();
+        }
+      }),
+    );
+    return summarize(waits, (performance.now() - started) / 1000);
+  };
+  const fifo = semaphore({ client: redis, limit, prefix: "bench-fifo" });
+  const spin = semaphore({ client: redis, limit, prefix: "bench-spin" });
+  const subjects: [string, () => Promise<() => Promise<unknown>>][] = [
+    [
+      "leasehold queue (waitMs)",
+      async () => {
+        const lease = await fifo.acquire("k", { waitMs: 30_000 });
+        return () => lease?.release() as Promise<boolean>;
+      },
+    ],
+    [
+      "leasehold spin (retries)",
+      async () => {
+        const lease = await spin.acquire("k", { retries: 100_000, retryDelayMs: 10 });
+        return () => lease?.release() as Promise<boolean>;
+      },
+    ],
+    [
+      "redis-semaphore (polling)",
+      async () => {
+        const held = new RedisSemaphore(redis, "rs-contended", limit, { refreshInterval: 0, retryInterval: 10, acquireTimeout: 30_000 });
+        await held.acquire();
+        return () => held.release();
+      },
+    ],
+  ];
+  const rows: Record<string, number | string>[] = [];
+  const bars: Scenario["bars"] = [];
+  const results: Record<string, Sample> = {};
+  for (const [name, acquire] of subjects) {
+    const sample = await run(acquire);
+    results[name] = sample;
+    rows.push({
+      subject: name,
+      "ops/s": Math.round(sample.opsPerSec),
+      "of limit/body": round(sample.opsPerSec / ideal, 3),
+      "wait p50 ms": round(sample.p50),
+      "wait p99 ms": round(sample.p99),
+    });
+    bars.push({ label: name, value: sample.opsPerSec });
+  }
+  const queue = results["leasehold queue (waitMs)"] as Sample;
+  const polling = results["redis-semaphore (polling)"] as Sample;
+  scenarios.push({
+    name: "contended-handoff",
+    unit: "ops/s",
+    rows,
+    bars,
+    targets: [
+      target("queue throughput vs limit/body", queue.opsPerSec / ideal, 0.97),
+      target("queue wait p99 vs redis-semaphore's", queue.p99 / Math.max(polling.p99, 1e-9), 0.2, true),
+    ],
+  });
+}
+
+/** 3. Redis commands per request, from INFO commandstats: 2 per uncontended request, plus heartbeats. */
+async function commandsPerRequest(): Promise<void> {
+  const slots = semaphore({ client: redis, limit: 100, prefix: "bench-commands" });
+  const requests = ms(2000, 300);
+  let before = await commands();
+  for (let n = 0; n < requests; n++) await slots.run("k", async () => {});
+  const quickBody = sent(before, await commands()) / requests;
+  before = await commands();
+  const slow = 20;
+  await Promise.all(Array.from({ length: slow }, () => slots.run("k", () => new Promise((resolve) => setTimeout(resolve, 450)), { leaseMs: 400, heartbeatMs: 100 })));
+  const slowBody = sent(before, await commands()) / slow;
+  scenarios.push({
+    name: "commands-per-request",
+    unit: "commands",
+    rows: [
+      { request: "uncontended, body shorter than a heartbeat", "commands/request": round(quickBody, 3) },
+      { request: "450 ms body, 100 ms heartbeat (4 renewals)", "commands/request": round(slowBody, 3) },
+    ],
+    bars: [
+      { label: "short body", value: quickBody },
+      { label: "450 ms body, 4 heartbeats", value: slowBody },
+    ],
+    targets: [target("commands per uncontended request (exactly 2)", quickBody, 2, true), target("at least 2", quickBody, 2)],
+  });
+}
+
+/** 4. The same trivial route in each framework: unguarded, guarded on memory, guarded on Redis, refusing. */
+async function httpOverhead(): Promise<void> {
+  const rows: Record<string, number | string>[] = [];
+  const bars: Scenario["bars"] = [];
+  const targets: Target[] = [];
+  for (const framework of ["express", "hono", "nestjs"]) {
+    const results: Record<string, autocannon.Result> = {};
+    for (const mode of ["none", "memory", "redis", "rejecting"]) {
+      const port = await freePort();
+      const child = spawn(process.execPath, ["--import", "tsx", "bench/http-server.ts"], {
+        env: { ...process.env, FRAMEWORK: framework, MODE: mode, PORT: String(port), REDIS_URL: server.url },
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+      await new Promise<void>((resolve) => child.stdout?.on("data", (data) => String(data).includes("listening") && resolve()));
+      await autocannon({ url: `http://127.0.0.1:${port}/`, connections: 64, duration: 0.5 }); // warm-up
+      results[mode] = await autocannon({ url: `http://127.0.0.1:${port}/`, connections: 64, duration: ms(4, 1) });
+      child.kill();
+    }
+    const base = results.none as autocannon.Result;
+    for (const [mode, result] of Object.entries(results)) {
+      rows.push({
+        framework,
+        route: mode === "none" ? "unguarded" : mode === "rejecting" ? "guarded, every request refused" : `guarded, ${mode} store`,
+        "req/s": Math.round(result.requests.average),
+        "vs unguarded": round(result.requests.average / base.requests.average, 3),
+        "p50 ms": result.latency.p50,
+        "p99 ms": result.latency.p99,
+        "added p99 ms": round(result.latency.p99 - base.latency.p99),
+      });
+      bars.push({ label: `${framework} ${mode}`, value: result.requests.average });
+    }
+    targets.push(target(`${framework}: Redis-guarded req/s vs unguarded`, (results.redis as autocannon.Result).requests.average / base.requests.average, 0.85));
+    targets.push(target(`${framework}: memory-guarded req/s vs unguarded`, (results.memory as autocannon.Result).requests.average / base.requests.average, 0.97));
+    targets.push(
+      target(
+        `${framework}: refusing vs admitting (memory), req/s`,
+        (results.rejecting as autocannon.Result).requests.average / (results.memory as autocannon.Result).requests.average,
+        1,
+      ),
+    );
+  }
+  scenarios.push({ name: "http-overhead", unit: "req/s", rows, bars, targets });
+}
+
+/** 5. In process: the memory store against p-limit and async-sema, same loop shape, limit 64. */
+async function inProcess(): Promise<void> {
+  const tasks = ms(1_000_000, 100_000);
+  const loops = 64;
+  const task = async () => {};
+  const timeLoop = async (once: () => Promise<unknown>) => {
+    let left = tasks;
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: loops }, async () => {
+        while (left-- > 0) await once();
+      }),
+    );
+    return tasks / ((performance.now() - started) / 1000);
+  };
+  const slots = semaphore({ client: memoryStore(), limit: loops });
+  const limit = pLimit(loops);
+  const sema = new Sema(loops);
+  const subjects: [string, () => Promise<unknown>][] = [
+    [
+      "leasehold memory (acquire+release)",
+      async () => {
+        const lease = await slots.acquire("k");
+        await task();
+        await lease?.release();
+      },
+    ],
+    ["leasehold memory (run)", () => slots.run("k", task)],
+    ["p-limit", () => limit(task)],
+    [
+      "async-sema",
+      async () => {
+        await sema.acquire();
+        await task();
+        sema.release();
+      },
+    ],
+  ];
+  const results: Record<string, number> = {};
+  for (const [name, once] of subjects) results[name] = await timeLoop(once);
+  // Diagnostics channels cost nothing without a subscriber; with one, this is what they cost.
+  const noop = () => {};
+  subscribe(CHANNELS.acquired, noop);
+  subscribe(CHANNELS.released, noop);
+  results["leasehold memory (acquire+release), with a subscriber"] = await timeLoop(subjects[0]?.[1] as () => Promise<unknown>);
+  unsubscribe(CHANNELS.acquired, noop);
+  unsubscribe(CHANNELS.released, noop);
+  results["leasehold memory (acquire+release), again without"] = await timeLoop(subjects[0]?.[1] as () => Promise<unknown>);
+  const ours = results["leasehold memory (acquire+release)"] as number;
+  scenarios.push({
+    name: "in-process",
+    unit: "tasks/s",
+    rows: Object.entries(results).map(([subject, perSec]) => ({ subject, "tasks/s": Math.round(perSec), "vs p-limit": round(perSec / (results["p-limit"] as number), 3) })),
+    bars: Object.entries(results).map(([label, value]) => ({ label, value })),
+    targets: [
+      target("memory store tasks/s vs p-limit", ours / (results["p-limit"] as number), 5),
+      target("no subscriber vs a subscriber (no-subscriber cost is nil)", (results["leasehold memory (acquire+release), again without"] as number) / (results["leasehold memory (acquire+release), with a subscriber"] as number), 0.95),
+    ],
+  });
+}
+
+/** 6. Scale: latency with many holders in one key, Redis memory for 100,000 tenants, renewal traffic for 10,000 leases. */
+async function scale(): Promise<void> {
+  const rows: Record<string, number | string>[] = [];
+  const bars: Scenario["bars"] = [];
+  const p50s: number[] = [];
+  for (const holders of [10, 1_000, 10_000]) {
+    const slots = semaphore({ client: redis, limit: holders + 100, prefix: `bench-scale-${holders}` });
+    for (let start = 0; start < holders; start += 1000) {
+      await Promise.all(Array.from({ length: Math.min(1000, holders - start) }, () => slots.acquire("k", { leaseMs: 120_000 })));
+    }
+    const sample = await cycles(
+      async () => {
+        const lease = await slots.acquire("k");
+        await lease?.release();
+      },
+      1,
+      ms(1500, 300),
+    );
+    p50s.push(sample.p50);
+    rows.push({ measure: `acquire+release with ${holders.toLocaleString("en")} holders`, "p50 ms": round(sample.p50, 3), "p99 ms": round(sample.p99, 3) });
+    bars.push({ label: `${holders} holders, p50 ms`, value: sample.p50 });
+  }
+  await admin.flushall();
+  const memoryBefore = Number(/used_memory:(\d+)/.exec(await admin.info("memory"))?.[1]);
+  const tenants = ms(100_000, 20_000);
+  const perTenant = semaphore({ client: redis, limit: 5, prefix: "bench-tenant" });
+  for (let start = 0; start < tenants; start += 2000) {
+    await Promise.all(Array.from({ length: 2000 }, (_, n) => perTenant.acquire(`t${start + n}`, { leaseMs: 10_000 })));
+  }
+  const memoryDuring = Number(/used_memory:(\d+)/.exec(await admin.info("memory"))?.[1]);
+  const keysDuring = await admin.dbsize();
+  rows.push({ measure: `Redis memory, ${tenants.toLocaleString("en")} active tenants`, bytes: memoryDuring - memoryBefore, "bytes/tenant": Math.round((memoryDuring - memoryBefore) / tenants), keys: keysDuring });
+  await admin.flushall();
+
+  const leases = ms(10_000, 2_000);
+  const heartbeatMs = 500;
+  const renewing = semaphore({ client: redis, limit: leases, prefix: "bench-renew" });
+  const before = await commands();
+  const windowMs = ms(3000, 1200);
+  await Promise.all(Array.from({ length: leases }, () => renewing.run("k", () => new Promise((resolve) => setTimeout(resolve, windowMs)), { leaseMs: 2000, heartbeatMs })));
+  const calls = sent(before, await commands());
+  rows.push({
+    measure: `renewal traffic, ${leases.toLocaleString("en")} leases held ${windowMs} ms by one process (heartbeat ${heartbeatMs} ms)`,
+    "commands/s": Math.round(calls / (windowMs / 1000)),
+    "per lease per heartbeat": round((calls - 2 * leases) / leases / (windowMs / heartbeatMs), 3),
+  });
+  const flat = Math.max(...p50s) / Math.max(Math.min(...p50s), 1e-9);
+  scenarios.push({ name: "scale", unit: "ms", rows, bars, targets: [target("p50 with 10,000 holders vs 10 (flat: at most 2x)", flat, 2, true)] });
+}
+
+const started = performance.now();
+for (const step of [redisCycles, contended, commandsPerRequest, httpOverhead, inProcess, scale]) {
+  process.stdout.write(`running ${step.name}...\n`);
+  await step();
+}
+redis.disconnect();
+admin.disconnect();
+await server.stop();
+
+const machine = {
+  cpus: `${cpus().length} x ${cpus()[0]?.model ?? "unknown"}`,
+  memory: `${Math.round(totalmem() / 2 ** 30)} GiB`,
+  node: process.version,
+  redis: "redis-server from PATH, private instance",
+  mode: quick ? "quick" : "full",
+};
+for (const scenario of scenarios) {
+  console.log(`\n## ${scenario.name}`);
+  console.table(scenario.rows);
+  for (const t of scenario.targets) console.log(`  ${t.pass ? "meets" : "MISSES"}  ${t.target}: ${t.value} (target ${t.goal})`);
+  writeFileSync(new URL(`./results/${scenario.name}.svg`, import.meta.url), barChart(`${scenario.name} (${machine.mode})`, scenario.unit, scenario.bars));
+}
+writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ machine, date: new Date().toISOString(), scenarios }, null, 2)}\n`);
+console.log(`\nbench finished in ${Math.round((performance.now() - started) / 1000)} s; results in bench/results.json and bench/results/*.svg`);
