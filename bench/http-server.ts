@@ -36,7 +36,9 @@ if (framework === "express") {
   const app = new Hono();
   if (guarded) app.get("/", honoSemaphore(name, routeLimit, { client }), (c) => c.json({ ok: true }));
   else app.get("/", (c) => c.json({ ok: true }));
-  app.onError((error, c) => ("getResponse" in error ? (error as { getResponse(): Response }).getResponse() : c.text("error", 500)));
+  app.onError((error, c) =>
+    "getResponse" in error ? (error as { getResponse(): Response }).getResponse() : c.text("error", 500),
+  );
   createAdaptorServer({ fetch: app.fetch }).listen(port, "127.0.0.1", () => console.log("listening"));
 } else {
   @Controller()

@@ -14,7 +14,13 @@ export function percentile(sorted: number[], p: number): number {
 
 export function summarize(latencies: number[], seconds: number): Sample {
   const sorted = [...latencies].sort((a, b) => a - b);
-  return { ops: latencies.length, seconds, opsPerSec: latencies.length / seconds, p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
+  return {
+    ops: latencies.length,
+    seconds,
+    opsPerSec: latencies.length / seconds,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+  };
 }
 
 /** Runs `op` from `concurrency` loops for `durationMs`, timing each call. */

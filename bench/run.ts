@@ -48,7 +48,9 @@ const admin = new Redis(server.url);
 
 async function commands(): Promise<Record<string, number>> {
   const stats = await admin.info("commandstats");
-  return Object.fromEntries([...stats.matchAll(/^cmdstat_([\w|]+):calls=(\d+)/gm)].map(([, name, calls]) => [name as string, Number(calls)]));
+  return Object.fromEntries(
+    [...stats.matchAll(/^cmdstat_([\w|]+):calls=(\d+)/gm)].map(([, name, calls]) => [name as string, Number(calls)]),
+  );
 }
 const sent = (before: Record<string, number>, after: Record<string, number>) =>
   ["evalsha", "eval"].reduce((sum, name) => sum + ((after[name] ?? 0) - (before[name] ?? 0)), 0);
@@ -90,12 +92,21 @@ async function redisCycles(): Promise<void> {
   for (const concurrency of [1, 64]) {
     const results: Record<string, Sample[]> = {};
     for (let r = 0; r < rounds; r++) {
-      for (const [name, op] of subjects) (results[name] ??= []).push(await cycles(op, concurrency, ms(2000, 400)));
+      for (const [name, op] of subjects) {
+        const sample = await cycles(op, concurrency, ms(2000, 400));
+        results[name] = [...(results[name] ?? []), sample];
+      }
     }
     for (const [name] of subjects) {
       const sample = medianOf(results[name] as Sample[]);
       if (concurrency === 64) at64[name] = sample;
-      rows.push({ subject: name, concurrency, "cycles/s": Math.round(sample.opsPerSec), "p50 ms": round(sample.p50), "p99 ms": round(sample.p99) });
+      rows.push({
+        subject: name,
+        concurrency,
+        "cycles/s": Math.round(sample.opsPerSec),
+        "p50 ms": round(sample.p50),
+        "p99 ms": round(sample.p99),
+      });
       bars.push({ label: `${name} @${concurrency}`, value: sample.opsPerSec });
     }
   }
@@ -159,7 +170,11 @@ async function contended(): Promise<void> {
     [
       "redis-semaphore (polling)",
       async () => {
-        const held = new RedisSemaphore(redis, "rs-contended", limit, { refreshInterval: 0, retryInterval: 10, acquireTimeout: 30_000 });
+        const held = new RedisSemaphore(redis, "rs-contended", limit, {
+          refreshInterval: 0,
+          retryInterval: 10,
+          acquireTimeout: 30_000,
+        });
         await held.acquire();
         return () => held.release();
       },
@@ -203,7 +218,11 @@ async function commandsPerRequest(): Promise<void> {
   const quickBody = sent(before, await commands()) / requests;
   before = await commands();
   const slow = 20;
-  await Promise.all(Array.from({ length: slow }, () => slots.run("k", () => new Promise((resolve) => setTimeout(resolve, 450)), { leaseMs: 400, heartbeatMs: 100 })));
+  await Promise.all(
+    Array.from({ length: slow }, () =>
+      slots.run("k", () => new Promise((resolve) => setTimeout(resolve, 450)), { leaseMs: 400, heartbeatMs: 100 }),
+    ),
+  );
   const slowBody = sent(before, await commands()) / slow;
   scenarios.push({
     name: "commands-per-request",
@@ -251,8 +270,20 @@ async function httpOverhead(): Promise<void> {
       });
       bars.push({ label: `${framework} ${mode}`, value: result.requests.average });
     }
-    targets.push(target(`${framework}: Redis-guarded req/s vs unguarded`, (results.redis as autocannon.Result).requests.average / base.requests.average, 0.85));
-    targets.push(target(`${framework}: memory-guarded req/s vs unguarded`, (results.memory as autocannon.Result).requests.average / base.requests.average, 0.97));
+    targets.push(
+      target(
+        `${framework}: Redis-guarded req/s vs unguarded`,
+        (results.redis as autocannon.Result).requests.average / base.requests.average,
+        0.85,
+      ),
+    );
+    targets.push(
+      target(
+        `${framework}: memory-guarded req/s vs unguarded`,
+        (results.memory as autocannon.Result).requests.average / base.requests.average,
+        0.97,
+      ),
+    );
     targets.push(
       target(
         `${framework}: refusing vs admitting (memory), req/s`,
@@ -316,11 +347,20 @@ async function inProcess(): Promise<void> {
   scenarios.push({
     name: "in-process",
     unit: "tasks/s",
-    rows: Object.entries(results).map(([subject, perSec]) => ({ subject, "tasks/s": Math.round(perSec), "vs p-limit": round(perSec / (results["p-limit"] as number), 3) })),
+    rows: Object.entries(results).map(([subject, perSec]) => ({
+      subject,
+      "tasks/s": Math.round(perSec),
+      "vs p-limit": round(perSec / (results["p-limit"] as number), 3),
+    })),
     bars: Object.entries(results).map(([label, value]) => ({ label, value })),
     targets: [
       target("memory store tasks/s vs p-limit", ours / (results["p-limit"] as number), 5),
-      target("no subscriber vs a subscriber (no-subscriber cost is nil)", (results["leasehold memory (acquire+release), again without"] as number) / (results["leasehold memory (acquire+release), with a subscriber"] as number), 0.95),
+      target(
+        "no subscriber vs a subscriber (no-subscriber cost is nil)",
+        (results["leasehold memory (acquire+release), again without"] as number) /
+          (results["leasehold memory (acquire+release), with a subscriber"] as number),
+        0.95,
+      ),
     ],
   });
 }
@@ -344,7 +384,11 @@ async function scale(): Promise<void> {
       ms(1500, 300),
     );
     p50s.push(sample.p50);
-    rows.push({ measure: `acquire+release with ${holders.toLocaleString("en")} holders`, "p50 ms": round(sample.p50, 3), "p99 ms": round(sample.p99, 3) });
+    rows.push({
+      measure: `acquire+release with ${holders.toLocaleString("en")} holders`,
+      "p50 ms": round(sample.p50, 3),
+      "p99 ms": round(sample.p99, 3),
+    });
     bars.push({ label: `${holders} holders, p50 ms`, value: sample.p50 });
   }
   await admin.flushall();
@@ -356,7 +400,12 @@ async function scale(): Promise<void> {
   }
   const memoryDuring = Number(/used_memory:(\d+)/.exec(await admin.info("memory"))?.[1]);
   const keysDuring = await admin.dbsize();
-  rows.push({ measure: `Redis memory, ${tenants.toLocaleString("en")} active tenants`, bytes: memoryDuring - memoryBefore, "bytes/tenant": Math.round((memoryDuring - memoryBefore) / tenants), keys: keysDuring });
+  rows.push({
+    measure: `Redis memory, ${tenants.toLocaleString("en")} active tenants`,
+    bytes: memoryDuring - memoryBefore,
+    "bytes/tenant": Math.round((memoryDuring - memoryBefore) / tenants),
+    keys: keysDuring,
+  });
   await admin.flushall();
 
   const leases = ms(10_000, 2_000);
@@ -364,7 +413,11 @@ async function scale(): Promise<void> {
   const renewing = semaphore({ client: redis, limit: leases, prefix: "bench-renew" });
   const before = await commands();
   const windowMs = ms(3000, 1200);
-  await Promise.all(Array.from({ length: leases }, () => renewing.run("k", () => new Promise((resolve) => setTimeout(resolve, windowMs)), { leaseMs: 2000, heartbeatMs })));
+  await Promise.all(
+    Array.from({ length: leases }, () =>
+      renewing.run("k", () => new Promise((resolve) => setTimeout(resolve, windowMs)), { leaseMs: 2000, heartbeatMs }),
+    ),
+  );
   const calls = sent(before, await commands());
   rows.push({
     measure: `renewal traffic, ${leases.toLocaleString("en")} leases held ${windowMs} ms by one process (heartbeat ${heartbeatMs} ms)`,
@@ -372,7 +425,13 @@ async function scale(): Promise<void> {
     "per lease per heartbeat": round((calls - 2 * leases) / leases / (windowMs / heartbeatMs), 3),
   });
   const flat = Math.max(...p50s) / Math.max(Math.min(...p50s), 1e-9);
-  scenarios.push({ name: "scale", unit: "ms", rows, bars, targets: [target("p50 with 10,000 holders vs 10 (flat: at most 2x)", flat, 2, true)] });
+  scenarios.push({
+    name: "scale",
+    unit: "ms",
+    rows,
+    bars,
+    targets: [target("p50 with 10,000 holders vs 10 (flat: at most 2x)", flat, 2, true)],
+  });
 }
 
 const started = performance.now();
@@ -395,7 +454,15 @@ for (const scenario of scenarios) {
   console.log(`\n## ${scenario.name}`);
   console.table(scenario.rows);
   for (const t of scenario.targets) console.log(`  ${t.pass ? "meets" : "MISSES"}  ${t.target}: ${t.value} (target ${t.goal})`);
-  writeFileSync(new URL(`./results/${scenario.name}.svg`, import.meta.url), barChart(`${scenario.name} (${machine.mode})`, scenario.unit, scenario.bars));
+  writeFileSync(
+    new URL(`./results/${scenario.name}.svg`, import.meta.url),
+    barChart(`${scenario.name} (${machine.mode})`, scenario.unit, scenario.bars),
+  );
 }
-writeFileSync(new URL("./results.json", import.meta.url), `${JSON.stringify({ machine, date: new Date().toISOString(), scenarios }, null, 2)}\n`);
-console.log(`\nbench finished in ${Math.round((performance.now() - started) / 1000)} s; results in bench/results.json and bench/results/*.svg`);
+writeFileSync(
+  new URL("./results.json", import.meta.url),
+  `${JSON.stringify({ machine, date: new Date().toISOString(), scenarios }, null, 2)}\n`,
+);
+console.log(
+  `\nbench finished in ${Math.round((performance.now() - started) / 1000)} s; results in bench/results.json and bench/results/*.svg`,
+);

@@ -85,6 +85,7 @@ export class LeaseHandle implements Lease {
   #controller: AbortController | undefined;
   /** The LeaseLost error, once the lease is declared lost. */
   #lost: Error | undefined;
+  #onLose: ((error: Error) => void)[] | undefined;
   readonly #backend: LeaseBackend;
   readonly #heldSince = performance.now();
   #released = false;
@@ -145,6 +146,15 @@ export class LeaseHandle implements Lease {
     return this.#controller.signal;
   }
 
+  /** Calls `listener` when the lease is declared lost, without making a signal. */
+  onLose(listener: (error: Error) => void): void {
+    if (this.#lost !== undefined) listener(this.#lost);
+    else {
+      this.#onLose ??= [];
+      this.#onLose.push(listener);
+    }
+  }
+
   /** The LeaseLost error once the lease is known to be gone, else undefined. */
   get lost(): Error | undefined {
     return this.#lost;
@@ -156,6 +166,7 @@ export class LeaseHandle implements Lease {
     const error = this.#backend.lost();
     this.#lost = error;
     this.#controller?.abort(error);
+    for (const listener of this.#onLose ?? []) listener(error);
     if (channels.lost.hasSubscribers)
       channels.lost.publish({ ...this.#backend.subject, token: this.token, error } satisfies LostEvent);
   }

@@ -9,7 +9,7 @@ import {
   ValidationError,
 } from "../errors.js";
 import { channels, type HttpRejectedEvent } from "../events.js";
-import type { Lease, LockLease, SemaphoreLease } from "../lease.js";
+import type { Lease, LeaseHandle, LockLease, SemaphoreLease } from "../lease.js";
 import { type Lock, lock } from "../lock.js";
 import { type Semaphore, semaphore } from "../semaphore.js";
 import { id as checkId, integerAtLeast, knownOptions, optionalFunction, optionsObject } from "../validate.js";
@@ -126,7 +126,11 @@ export class Exchange {
   onLost: (error: LeaseLostError) => void = () => {};
   #end!: () => void;
   #finished = false;
-  readonly #client = new AbortController();
+  // Signals are made only when someone asks for one: most requests never do,
+  // and an AbortController per request is a measurable share of the overhead.
+  #client: AbortController | undefined;
+  #clientGone: ClientAbortedError | undefined;
+  #onClientGone: ((reason: ClientAbortedError) => void) | undefined;
 
   constructor() {
     this.ended = new Promise<void>((resolve) => {
@@ -136,12 +140,16 @@ export class Exchange {
 
   /** Aborts (with `ClientAbortedError`) when the client disconnects before the response finished. */
   get clientSignal(): AbortSignal {
+    if (this.#client === undefined) {
+      this.#client = new AbortController();
+      if (this.#clientGone !== undefined) this.#client.abort(this.#clientGone);
+    }
     return this.#client.signal;
   }
 
   /** True once the client disconnected before the response finished. */
   get gone(): boolean {
-    return this.#client.signal.aborted;
+    return this.#clientGone !== undefined;
   }
 
   /** The response finished (or was given up): release the lease. Idempotent. */
@@ -153,32 +161,45 @@ export class Exchange {
   /** The client went away before the response finished: abort the handler's signal, then release. */
   clientGone(key: string): void {
     if (this.#finished || this.gone) return;
-    this.#client.abort(new ClientAbortedError(key));
+    const reason = new ClientAbortedError(key);
+    this.#clientGone = reason;
+    this.#client?.abort(reason);
+    this.#onClientGone?.(reason);
     this.#end();
   }
 
   /** The handler's view of `lease`: same lease, with a signal that also follows the client. */
-  bind(lease: SemaphoreLease | LockLease, onLost: (error: LeaseLostError) => void): RequestLease {
-    const combined = new AbortController();
-    const follow = (signal: AbortSignal, then?: () => void): void => {
-      const abort = (): void => {
-        if (!combined.signal.aborted) combined.abort(signal.reason);
-        then?.();
-      };
-      if (signal.aborted) abort();
-      else signal.addEventListener("abort", abort, { once: true });
+  bind(lease: LeaseHandle & Partial<SemaphoreLease>, onLost: (error: LeaseLostError) => void): RequestLease {
+    let combined: AbortController | undefined;
+    const abort = (reason: Error): void => {
+      if (combined !== undefined && !combined.signal.aborted) combined.abort(reason);
     };
-    follow(this.#client.signal);
-    follow(lease.signal, () => onLost(lease.signal.reason as LeaseLostError));
+    this.#onClientGone = abort;
+    lease.onLose((error) => {
+      abort(error);
+      onLost(error as LeaseLostError);
+    });
+    const clientGone = () => this.#clientGone;
     const view: Lease = {
       key: lease.key,
       token: lease.token,
       waitedMs: lease.waitedMs,
-      signal: combined.signal,
+      get signal(): AbortSignal {
+        if (combined === undefined) {
+          combined = new AbortController();
+          const reason = lease.lost ?? clientGone();
+          if (reason !== undefined) combined.abort(reason);
+        }
+        return combined.signal;
+      },
       extend: (ms?: number) => lease.extend(ms),
       release: () => lease.release(),
     };
-    return "limit" in lease ? { ...view, limit: lease.limit, weight: lease.weight } : view;
+    if (lease.limit === undefined) return view;
+    return Object.defineProperties(view, {
+      limit: { value: lease.limit, enumerable: true },
+      weight: { value: lease.weight, enumerable: true },
+    }) as SemaphoreLease;
   }
 }
 
@@ -265,6 +286,7 @@ export class Admission<Req> {
   readonly #onLeaseLost: AdmissionOptions<Req>["onLeaseLost"];
   readonly #observed = new Observed();
   #waiting = false;
+  #mayWait = false;
 
   constructor(
     kind: "semaphore" | "lock",
@@ -315,6 +337,7 @@ export class Admission<Req> {
       onRenewError: options.onRenewError,
     };
     this.#waiting = typeof options.waitMs === "number" && options.waitMs > 0;
+    this.#mayWait = this.#waiting || (typeof options.retries === "number" && options.retries > 0);
     // The engine validates its own options now, at creation, not on the first request.
     this.#primitive =
       kind === "semaphore"
@@ -358,7 +381,7 @@ export class Admission<Req> {
 
     return new Promise<Admitted<Req>>((resolve, reject) => {
       let admittedAt: number | undefined;
-      const hold = (lease: SemaphoreLease | LockLease): Promise<void> | undefined => {
+      const hold = (lease: LeaseHandle & Partial<SemaphoreLease>): Promise<void> | undefined => {
         admittedAt = performance.now();
         if (lease.waitedMs > 0 && this.#waiting) this.#observed.waits.record(lease.waitedMs);
         if (exchange.gone) {
@@ -374,8 +397,8 @@ export class Admission<Req> {
       };
       const running =
         this.kind === "semaphore"
-          ? (this.#primitive as Semaphore).run(id, hold, { limit, weight, signal: exchange.clientSignal })
-          : (this.#primitive as Lock).run(id, hold, { signal: exchange.clientSignal });
+          ? (this.#primitive as Semaphore).run(id, hold as never, { limit, weight, ...this.#cancel(exchange) })
+          : (this.#primitive as Lock).run(id, hold as never, this.#cancel(exchange));
       running.then(
         () => {
           if (admittedAt !== undefined) this.#observed.holds.record(performance.now() - admittedAt);
@@ -400,6 +423,11 @@ export class Admission<Req> {
         },
       );
     });
+  }
+
+  /** A request that may wait (queue or spin) stops waiting when its client leaves. */
+  #cancel(exchange: Exchange): { signal?: AbortSignal } {
+    return this.#mayWait ? { signal: exchange.clientSignal } : {};
   }
 
   /** The answer to a request whose lease was lost before its response started. */
