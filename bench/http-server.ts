@@ -4,7 +4,7 @@
 import "reflect-metadata";
 import { createServer } from "node:http";
 import { createAdaptorServer } from "@hono/node-server";
-import { Controller, Get, Module } from "@nestjs/common";
+import { type CanActivate, Controller, Get, Injectable, Module, UseGuards } from "@nestjs/common";
 import { NestFactory } from "@nestjs/core";
 import express from "express";
 import { Hono } from "hono";
@@ -16,7 +16,10 @@ import { type ClientInput, memoryStore, semaphore } from "../dist/esm/src/index.
 
 const [framework, mode, port] = [process.env.FRAMEWORK, process.env.MODE, Number(process.env.PORT)];
 const client: ClientInput | undefined = mode === "redis" ? new Redis(process.env.REDIS_URL as string) : memoryStore();
-const guarded = mode !== "none";
+// "async": a no-op async middleware, the fair baseline for any guard (Hono's node-server, for one,
+// answers synchronous handlers on a faster path that no async middleware can take).
+const guarded = mode !== "none" && mode !== "async";
+const asyncNoop = mode === "async";
 const limit = 10_000;
 const name = `bench-${framework}`;
 
@@ -30,11 +33,18 @@ if (framework === "express") {
   const app = express();
   const handler = (_req: express.Request, res: express.Response) => void res.json({ ok: true });
   if (guarded) app.get("/", expressSemaphore(name, routeLimit, { client }), handler);
+  else if (asyncNoop) app.get("/", (_req, _res, next) => void Promise.resolve().then(() => next()), handler);
   else app.get("/", handler);
   createServer(app).listen(port, "127.0.0.1", () => console.log("listening"));
 } else if (framework === "hono") {
   const app = new Hono();
   if (guarded) app.get("/", honoSemaphore(name, routeLimit, { client }), (c) => c.json({ ok: true }));
+  else if (asyncNoop)
+    app.get(
+      "/",
+      async (_c, next) => await next(),
+      (c) => c.json({ ok: true }),
+    );
   else app.get("/", (c) => c.json({ ok: true }));
   app.onError((error, c) =>
     "getResponse" in error ? (error as { getResponse(): Response }).getResponse() : c.text("error", 500),
@@ -56,9 +66,24 @@ if (framework === "express") {
       return { ok: true };
     }
   }
-  @Module({ imports: [LeaseholdModule.forRoot({ client })], controllers: [guarded ? Guarded : Plain] })
+  @Injectable()
+  class AsyncNoop implements CanActivate {
+    async canActivate() {
+      return true;
+    }
+  }
+  @Controller()
+  @UseGuards(AsyncNoop)
+  class AsyncGuarded {
+    @Get()
+    get() {
+      return { ok: true };
+    }
+  }
+  @Module({ imports: [LeaseholdModule.forRoot({ client })], controllers: [guarded ? Guarded : asyncNoop ? AsyncGuarded : Plain] })
   class AppModule {}
   const app = await NestFactory.create(AppModule, { logger: false });
   await app.listen(port, "127.0.0.1");
   console.log("listening");
 }
+process.on("SIGINT", () => process.exit(0));

@@ -246,7 +246,7 @@ async function httpOverhead(): Promise<void> {
   const targets: Target[] = [];
   for (const framework of ["express", "hono", "nestjs"]) {
     const results: Record<string, autocannon.Result> = {};
-    for (const mode of ["none", "memory", "redis", "rejecting"]) {
+    for (const mode of ["none", "async", "memory", "redis", "rejecting"]) {
       const port = await freePort();
       const child = spawn(process.execPath, ["--import", "tsx", "bench/http-server.ts"], {
         env: { ...process.env, FRAMEWORK: framework, MODE: mode, PORT: String(port), REDIS_URL: server.url },
@@ -261,7 +261,14 @@ async function httpOverhead(): Promise<void> {
     for (const [mode, result] of Object.entries(results)) {
       rows.push({
         framework,
-        route: mode === "none" ? "unguarded" : mode === "rejecting" ? "guarded, every request refused" : `guarded, ${mode} store`,
+        route:
+          mode === "none"
+            ? "unguarded"
+            : mode === "async"
+              ? "no-op async middleware"
+              : mode === "rejecting"
+                ? "guarded, every request refused"
+                : `guarded, ${mode} store`,
         "req/s": Math.round(result.requests.average),
         "vs unguarded": round(result.requests.average / base.requests.average, 3),
         "p50 ms": result.latency.p50,

@@ -180,26 +180,39 @@ export class Exchange {
       onLost(error as LeaseLostError);
     });
     const clientGone = () => this.#clientGone;
-    const view: Lease = {
+    const signal = (): AbortSignal => {
+      if (combined === undefined) {
+        combined = new AbortController();
+        const reason = lease.lost ?? clientGone();
+        if (reason !== undefined) combined.abort(reason);
+      }
+      return combined.signal;
+    };
+    // One literal per kind keeps the object shape stable (defineProperties here was a hot spot).
+    if (lease.limit === undefined) {
+      return {
+        key: lease.key,
+        token: lease.token,
+        waitedMs: lease.waitedMs,
+        get signal() {
+          return signal();
+        },
+        extend: (ms?: number) => lease.extend(ms),
+        release: () => lease.release(),
+      } satisfies Lease;
+    }
+    return {
       key: lease.key,
       token: lease.token,
       waitedMs: lease.waitedMs,
-      get signal(): AbortSignal {
-        if (combined === undefined) {
-          combined = new AbortController();
-          const reason = lease.lost ?? clientGone();
-          if (reason !== undefined) combined.abort(reason);
-        }
-        return combined.signal;
+      limit: lease.limit,
+      weight: lease.weight as number,
+      get signal() {
+        return signal();
       },
       extend: (ms?: number) => lease.extend(ms),
       release: () => lease.release(),
-    };
-    if (lease.limit === undefined) return view;
-    return Object.defineProperties(view, {
-      limit: { value: lease.limit, enumerable: true },
-      weight: { value: lease.weight, enumerable: true },
-    }) as SemaphoreLease;
+    } satisfies SemaphoreLease;
   }
 }
 
