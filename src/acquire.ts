@@ -2,7 +2,7 @@ import { randomFillSync } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { StoreSource } from "./client.js";
 import type { NotAcquiredReason } from "./errors.js";
-import type { Subject } from "./events.js";
+import { type AcquiredEvent, channels, type RejectedEvent, type Subject } from "./events.js";
 import type { CallSettings } from "./options.js";
 import type { AcquireReply, QueueOptions, Store, WaiterStatus } from "./store/types.js";
 import { acquireOrCleanUp } from "./store-call.js";
@@ -49,6 +49,8 @@ export interface KeyOps {
   kind: "semaphore" | "lock";
   /** Who is acquiring, for events. */
   subject: Subject;
+  /** A semaphore's limit and weight, for events. */
+  permits?: { limit: number; weight: number };
   /** The store key (`{prefix:id}`). */
   key: string;
   take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply>;
@@ -85,19 +87,26 @@ export async function acquireLease(source: StoreSource, settings: CallSettings, 
     }
     return reply;
   };
-  const acquired = (sentAt: number): Acquired => ({
-    acquired: true,
-    store,
-    token,
-    sentAt,
-    waitedMs: performance.now() - startedAt,
-  });
-  const refused = (retryAfterMs: number, reason: RefusalReason): Refused => ({
-    acquired: false,
-    retryAfterMs,
-    reason,
-    waitedMs: performance.now() - startedAt,
-  });
+  // Every outcome leaves through one of these two, which also publish it.
+  const acquired = (sentAt: number): Acquired => {
+    const waitedMs = performance.now() - startedAt;
+    if (channels.acquired.hasSubscribers) {
+      channels.acquired.publish({ ...ops.subject, token, waitedMs, ...ops.permits } satisfies AcquiredEvent);
+    }
+    return { acquired: true, store, token, sentAt, waitedMs };
+  };
+  const refused = (retryAfterMs: number, reason: RefusalReason): Refused => {
+    const waitedMs = performance.now() - startedAt;
+    if (channels.rejected.hasSubscribers) {
+      channels.rejected.publish({
+        ...ops.subject,
+        reason,
+        waitedMs,
+        ...(ops.permits && { limit: ops.permits.limit }),
+      } satisfies RejectedEvent);
+    }
+    return { acquired: false, retryAfterMs, reason, waitedMs };
+  };
 
   if (settings.waitMs > 0) {
     const queue: QueueOptions = { claimMs: store.waiterLeaseMs ?? DEFAULT_WAITER_LEASE_MS, maxQueue: settings.maxQueue };

@@ -1,7 +1,7 @@
 import { acquireLease, type RefusalReason, storeKey } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { LockLeaseLostError, LockNotAcquiredError, ValidationError } from "./errors.js";
-import { type AcquiredEvent, channels, type RejectedEvent, subjectOf } from "./events.js";
+import { subjectOf } from "./events.js";
 import { keepLease } from "./keeper.js";
 import { LeaseHandle, type LockLease } from "./lease.js";
 import {
@@ -132,14 +132,8 @@ class DistributedLock implements Lock {
       leave: (store, token) => store.lockLeave(key, token),
       refresh: (store, tokens, claimMs) => store.lockRefreshWaiters(key, tokens, claimMs),
     });
-    if (!outcome.acquired) {
-      if (channels.rejected.hasSubscribers) {
-        channels.rejected.publish({ ...subject, reason: outcome.reason, waitedMs: outcome.waitedMs } satisfies RejectedEvent);
-      }
-      return { lease: null, retryAfterMs: outcome.retryAfterMs, reason: outcome.reason };
-    }
+    if (!outcome.acquired) return { lease: null, retryAfterMs: outcome.retryAfterMs, reason: outcome.reason };
     const { store, token, sentAt, waitedMs } = outcome;
-    if (channels.acquired.hasSubscribers) channels.acquired.publish({ ...subject, token, waitedMs } satisfies AcquiredEvent);
     const lease = new LeaseHandle(id, token, settings.leaseMs, sentAt, waitedMs, {
       store,
       extend: (t, ms) => store.lockExtend(key, t, ms),

@@ -1,7 +1,7 @@
 import { acquireLease, type RefusalReason, storeKey } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError, ValidationError } from "./errors.js";
-import { type AcquiredEvent, channels, type RejectedEvent, subjectOf } from "./events.js";
+import { subjectOf } from "./events.js";
 import { keepLease } from "./keeper.js";
 import { LeaseHandle, type SemaphoreLease } from "./lease.js";
 import {
@@ -225,6 +225,7 @@ class DistributedSemaphore implements Semaphore {
     const outcome = await acquireLease(this.#defaults.source, settings, {
       kind: "semaphore",
       subject,
+      permits: { limit, weight },
       key,
       take: (store, token, queue) => store.semaphoreAcquire(key, token, limit, weight, settings.leaseMs, queue),
       leave: (store, token) => store.semaphoreLeave(key, token),
@@ -233,20 +234,9 @@ class DistributedSemaphore implements Semaphore {
     if (!outcome.acquired) {
       call.retryAfterMs = outcome.retryAfterMs;
       call.reason = outcome.reason;
-      if (channels.rejected.hasSubscribers) {
-        channels.rejected.publish({
-          ...subject,
-          reason: outcome.reason,
-          waitedMs: outcome.waitedMs,
-          limit,
-        } satisfies RejectedEvent);
-      }
       return null;
     }
     const { store, token, sentAt, waitedMs } = outcome;
-    if (channels.acquired.hasSubscribers) {
-      channels.acquired.publish({ ...subject, token, waitedMs, limit, weight } satisfies AcquiredEvent);
-    }
     return new SemaphoreLeaseHandle(
       id,
       token,
