@@ -1,4 +1,5 @@
 import { Redis } from "ioredis";
+import { afterAll, beforeAll } from "vitest";
 import { semaphore } from "../../src/index.js";
 import { type RedisServer, startRedisServer } from "../support/redis-server.js";
 import { eventually } from "../support/stores.js";
@@ -11,6 +12,23 @@ export async function ownRedis(extra: string[] = []): Promise<RedisServer> {
   const server = await startRedisServer(extra);
   servers.push(server);
   return server;
+}
+
+/**
+ * A private redis-server and a client to it for one test file: started before
+ * its tests, stopped after. Read `.server` and `.redis` inside the tests.
+ */
+export function redisForFile(): { server: RedisServer; redis: Redis } {
+  const own = {} as { server: RedisServer; redis: Redis };
+  beforeAll(async () => {
+    own.server = await ownRedis();
+    own.redis = new Redis(own.server.url);
+  });
+  afterAll(async () => {
+    own.redis.disconnect();
+    await stopAll();
+  });
+  return own;
 }
 
 export async function stopAll(): Promise<void> {

@@ -1,7 +1,6 @@
 import express from "express";
-import { Redis } from "ioredis";
 import request from "supertest";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { lock as lockGuard, semaphore as semaphoreGuard } from "../../integrations/express/index.js";
 import { semaphore as honoSemaphore } from "../../integrations/hono/index.js";
 import { Semaphore as NestSemaphore } from "../../integrations/nestjs/index.js";
@@ -15,59 +14,49 @@ import {
   semaphore,
   ValidationError,
 } from "../../src/index.js";
-import type { RedisServer } from "../support/redis-server.js";
-import { ownRedis, stopAll } from "./harness.js";
+import { redisForFile } from "./harness.js";
 import { report } from "./report.js";
 
-let server: RedisServer;
-let redis: Redis;
-beforeAll(async () => {
-  server = await ownRedis();
-  redis = new Redis(server.url);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await stopAll();
-});
+const own = redisForFile();
 
 type Case = [string, () => unknown, RegExp];
 
 describe("13. bad input", () => {
   it("13. at least 40 bad inputs across the engine, the adapters and a misbehaving store: clear errors, no leaks, the server keeps serving", async () => {
-    const slots = semaphore(redis, { limit: 2, prefix: "bad" });
-    const locks = lock(redis, { prefix: "badlock" });
+    const slots = semaphore(own.redis, { limit: 2, prefix: "bad" });
+    const locks = lock(own.redis, { prefix: "badlock" });
     const work = async () => "ran";
     const garbled = (reply: unknown): Store =>
-      Object.assign(Object.create(redisStore(redis)) as Store, {
+      Object.assign(Object.create(redisStore(own.redis)) as Store, {
         kind: "garbled",
         semaphoreAcquire: async () => reply,
         lockAcquire: async () => reply,
       });
 
     const engine: Case[] = [
-      ["limit 0", () => semaphore(redis, { limit: 0 }), /`limit` must be an integer of at least 1/],
-      ["limit -1", () => semaphore(redis, { limit: -1 }), /got -1/],
-      ["limit 1.5", () => semaphore(redis, { limit: 1.5 }), /got 1\.5/],
-      ["limit NaN", () => semaphore(redis, { limit: Number.NaN }), /got NaN/],
-      ["limit Infinity", () => semaphore(redis, { limit: Number.POSITIVE_INFINITY }), /got Infinity/],
-      ["limit as a string", () => semaphore(redis, { limit: "20" as never }), /got "20"/],
-      ["limit missing", () => semaphore(redis, {} as never), /`limit` is required/],
-      ["leaseMs 0", () => semaphore(redis, { limit: 1, leaseMs: 0 }), /`leaseMs` must be a whole number of milliseconds/],
-      ["leaseMs a string", () => semaphore(redis, { limit: 1, leaseMs: "60s" as never }), /got "60s"/],
-      ["ttlMs negative", () => lock(redis, { ttlMs: -1 }), /`ttlMs`/],
-      ["retries negative", () => lock(redis, { retries: -2 }), /non-negative integer/],
-      ["retryDelayMs fractional", () => lock(redis, { retryDelayMs: 0.5 }), /retryDelayMs/],
+      ["limit 0", () => semaphore(own.redis, { limit: 0 }), /`limit` must be an integer of at least 1/],
+      ["limit -1", () => semaphore(own.redis, { limit: -1 }), /got -1/],
+      ["limit 1.5", () => semaphore(own.redis, { limit: 1.5 }), /got 1\.5/],
+      ["limit NaN", () => semaphore(own.redis, { limit: Number.NaN }), /got NaN/],
+      ["limit Infinity", () => semaphore(own.redis, { limit: Number.POSITIVE_INFINITY }), /got Infinity/],
+      ["limit as a string", () => semaphore(own.redis, { limit: "20" as never }), /got "20"/],
+      ["limit missing", () => semaphore(own.redis, {} as never), /`limit` is required/],
+      ["leaseMs 0", () => semaphore(own.redis, { limit: 1, leaseMs: 0 }), /`leaseMs` must be a whole number of milliseconds/],
+      ["leaseMs a string", () => semaphore(own.redis, { limit: 1, leaseMs: "60s" as never }), /got "60s"/],
+      ["ttlMs negative", () => lock(own.redis, { ttlMs: -1 }), /`ttlMs`/],
+      ["retries negative", () => lock(own.redis, { retries: -2 }), /non-negative integer/],
+      ["retryDelayMs fractional", () => lock(own.redis, { retryDelayMs: 0.5 }), /retryDelayMs/],
       [
         "heartbeat above half",
-        () => semaphore(redis, { limit: 1, leaseMs: 1000, heartbeatMs: 501 }),
+        () => semaphore(own.redis, { limit: 1, leaseMs: 1000, heartbeatMs: 501 }),
         /at most half of leaseMs \(1000\)/,
       ],
-      ["unknown option (typo)", () => semaphore(redis, { limit: 1, leaseMS: 5 } as never), /Did you mean `leaseMs`/],
-      ["unknown option", () => lock(redis, { colour: "red" } as never), /unknown option `colour`/],
-      ["prefix with braces", () => lock(redis, { prefix: "{x}" }), /hash tag/],
+      ["unknown option (typo)", () => semaphore(own.redis, { limit: 1, leaseMS: 5 } as never), /Did you mean `leaseMs`/],
+      ["unknown option", () => lock(own.redis, { colour: "red" } as never), /unknown option `colour`/],
+      ["prefix with braces", () => lock(own.redis, { prefix: "{x}" }), /hash tag/],
       ["client a number", () => lock(42 as never, {}), /`client` must be/],
-      ["waitMs with retries", () => lock(redis, { waitMs: 10, retries: 2 }), /pass one of them/],
-      ["maxQueue 0", () => lock(redis, { maxQueue: 0 }), /`maxQueue`/],
+      ["waitMs with retries", () => lock(own.redis, { waitMs: 10, retries: 2 }), /pass one of them/],
+      ["maxQueue 0", () => lock(own.redis, { maxQueue: 0 }), /`maxQueue`/],
       ["empty id", () => slots.acquire(""), /non-empty string/],
       ["id not a string", () => locks.acquire({} as never), /non-empty string/],
       ["huge id", () => slots.run("x".repeat(MAX_ID_LENGTH + 1), work), /at most 1024/],
@@ -121,7 +110,7 @@ describe("13. bad input", () => {
     const app = express();
     app.get(
       "/t",
-      semaphoreGuard("tenant", 2, { client: redis, prefix: "badhttp", key: (req) => req.get("x-tenant") ?? "" }),
+      semaphoreGuard("tenant", 2, { client: own.redis, prefix: "badhttp", key: (req) => req.get("x-tenant") ?? "" }),
       (_req, res) => res.json({ ok: true }),
     );
     app.use((error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
@@ -140,7 +129,7 @@ describe("13. bad input", () => {
     passed += httpCases.filter(Boolean).length;
     if (!httpCases.every(Boolean)) failures.push(`http: ${missing.status} ${huge.status} ${fine.status}`);
 
-    const leftovers = (await redis.keys("*bad*")).filter((key) => !key.includes("badlock:ext"));
+    const leftovers = (await own.redis.keys("*bad*")).filter((key) => !key.includes("badlock:ext"));
     const total = engine.length + adapters.length + stores.length + httpCases.length;
     report({
       scenario: "13. bad input",

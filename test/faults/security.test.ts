@@ -1,25 +1,15 @@
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { lock, redisStore, semaphore } from "../../src/index.js";
-import type { RedisServer } from "../support/redis-server.js";
 import { eventually } from "../support/stores.js";
-import { ownRedis, stopAll } from "./harness.js";
+import { redisForFile } from "./harness.js";
 import { report } from "./report.js";
 
-let server: RedisServer;
-let redis: Redis;
-beforeAll(async () => {
-  server = await ownRedis();
-  redis = new Redis(server.url);
-});
-afterAll(async () => {
-  redis.disconnect();
-  await stopAll();
-});
+const own = redisForFile();
 
 describe("14. security", () => {
   it("14. tokens are 128 random bits; another client's token cannot release or extend; 100,000 one-off tenants leave no keys", async () => {
-    const slots = semaphore(redis, { limit: 100_000, prefix: "sec" });
+    const slots = semaphore(own.redis, { limit: 100_000, prefix: "sec" });
     const leases = await Promise.all(Array.from({ length: 10_000 }, () => slots.acquire("tokens", { leaseMs: 60_000 })));
     const tokens = leases.map((lease) => lease?.token as string);
     expect(new Set(tokens).size).toBe(10_000);
@@ -33,9 +23,9 @@ describe("14. security", () => {
     await Promise.all(leases.map((lease) => lease?.release()));
 
     // Another client, even knowing the key, cannot free or keep someone else's lease.
-    const other = redisStore(new Redis(server.url));
-    const mine = await semaphore(redis, { limit: 1, prefix: "sec" }).acquire("owned");
-    const held = await lock(redis, { prefix: "seclock" }).acquire("owned");
+    const other = redisStore(new Redis(own.server.url));
+    const mine = await semaphore(own.redis, { limit: 1, prefix: "sec" }).acquire("owned");
+    const held = await lock(own.redis, { prefix: "seclock" }).acquire("owned");
     expect(await other.semaphoreRelease("{sec:owned}", "guessed-token")).toBe(false);
     expect(await other.semaphoreExtend("{sec:owned}", "guessed-token", 60_000)).toBe(false);
     expect(await other.lockRelease("{seclock:owned}", "guessed-token")).toBe(false);
@@ -45,7 +35,7 @@ describe("14. security", () => {
     (other.client as Redis).disconnect();
 
     // 100,000 tenants that came once: their keys expire with their leases, nothing is left behind.
-    const tenants = semaphore(redis, { limit: 2, prefix: "tenant" });
+    const tenants = semaphore(own.redis, { limit: 2, prefix: "tenant" });
     const batch = 2_000;
     let admitted = 0;
     for (let start = 0; start < 100_000; start += batch) {
@@ -55,14 +45,14 @@ describe("14. security", () => {
       admitted += leases.filter((lease) => lease !== null).length;
     }
     expect(admitted).toBe(100_000);
-    expect(await redis.dbsize()).toBeGreaterThan(0);
-    await eventually(async () => (await redis.dbsize()) === 0, 30_000, 250);
+    expect(await own.redis.dbsize()).toBeGreaterThan(0);
+    await eventually(async () => (await own.redis.dbsize()) === 0, 30_000, 250);
     report({
       scenario: "14. security",
       operations: 110_000,
       maxHolders: "-",
       declaredLosses: 0,
-      leaks: await redis.dbsize(),
+      leaks: await own.redis.dbsize(),
       verdict: "pass",
       notes: "10,000 unique 128-bit tokens; 100,000 tenants left 0 keys",
     });
