@@ -1,6 +1,14 @@
 import { ValidationError } from "./errors.js";
 
-/** The longest id accepted, in characters. Longer ids are almost always a request body or header used by mistake. */
+/**
+ * The longest id accepted, in characters. Longer ids are almost always a
+ * request body or header used by mistake.
+ *
+ * @example
+ * ```ts
+ * const id = tenant.length <= MAX_ID_LENGTH - 7 ? `openai:${tenant}` : `openai:${sha256(tenant)}`;
+ * ```
+ */
 export const MAX_ID_LENGTH = 1024;
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused

@@ -63,7 +63,14 @@ export interface LeaseholdModuleAsyncOptions {
   useFactory: (...args: never[]) => LeaseholdModuleOptions | Promise<LeaseholdModuleOptions>;
 }
 
-/** Injection token of the module options. */
+/**
+ * Injection token of the module options.
+ *
+ * @example
+ * ```ts
+ * constructor(@Inject(LEASEHOLD_OPTIONS) private readonly leasehold: LeaseholdModuleOptions) {}
+ * ```
+ */
 export const LEASEHOLD_OPTIONS = Symbol("leasehold:options");
 const ROUTE = Symbol("leasehold:route");
 const ADMITTED = Symbol("leasehold:admitted");
@@ -104,6 +111,12 @@ const MODULE_DEFAULTS = ["client", "prefix", "onStoreError", "onStoreUnavailable
  * pipes, holds the lease until the raw response closes, and puts it on the
  * request for `@Lease()`. Non-HTTP contexts (microservices, websockets) pass
  * through unguarded. Subclass it to change `admissionFor`.
+ *
+ * @example
+ * ```ts
+ * // Installed by @Semaphore/@Lock; apply it yourself only to reuse a route's metadata:
+ * @UseGuards(LeaseholdGuard)
+ * ```
  */
 @Injectable()
 export class LeaseholdGuard implements CanActivate {

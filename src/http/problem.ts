@@ -40,7 +40,14 @@ const TITLES: Record<RejectionReason, string> = {
   "lease-lost": "Concurrency permit lost",
 };
 
-/** The problem `type` URI of each reason; stable, so clients can branch on it. */
+/**
+ * The problem `type` URI of each reason; stable, so clients can branch on it.
+ *
+ * @example
+ * ```ts
+ * if (problem.type === PROBLEM_TYPES["semaphore-full"]) await sleep(problem.retryAfter * 1000);
+ * ```
+ */
 export const PROBLEM_TYPES: Record<RejectionReason, string> = {
   "semaphore-full": "urn:leasehold:problem:semaphore-full",
   "lock-held": "urn:leasehold:problem:lock-held",
