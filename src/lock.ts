@@ -1,4 +1,4 @@
-import { acquireLease, type RefusalReason, storeKey } from "./acquire.js";
+import { acquireLease, type Refused, storeKey } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { LockLeaseLostError, LockNotAcquiredError, ValidationError } from "./errors.js";
 import { subjectOf } from "./events.js";
@@ -92,7 +92,8 @@ class DistributedLock implements Lock {
 
   async acquire(id: string, options?: LockAcquireOptions): Promise<LockLease | null> {
     const settings = this.#prepare(id, options, false);
-    return (await this.#take(id, settings)).lease;
+    const outcome = await this.#take(id, settings);
+    return outcome instanceof LeaseHandle ? outcome : null;
   }
 
   async run<T>(id: string, fn: (lease: LockLease) => T | PromiseLike<T>, options?: LockRunOptions): Promise<T> {
@@ -100,9 +101,9 @@ class DistributedLock implements Lock {
       throw new ValidationError("fn", "run(id, fn) needs a function to run while the lock is held.");
     }
     const settings = this.#prepare(id, options, true);
-    const { lease, retryAfterMs, reason } = await this.#take(id, settings);
-    if (lease === null) throw new LockNotAcquiredError(id, retryAfterMs, reason);
-    return keepLease(lease, fn, settings);
+    const outcome = await this.#take(id, settings);
+    if (!(outcome instanceof LeaseHandle)) throw new LockNotAcquiredError(id, outcome.retryAfterMs, outcome.reason);
+    return keepLease(outcome, fn, settings);
   }
 
   async stats(id: string): Promise<LockStats> {
@@ -118,10 +119,7 @@ class DistributedLock implements Lock {
     return resolveCall(this.#defaults, given, keeping);
   }
 
-  async #take(
-    id: string,
-    settings: CallSettings,
-  ): Promise<{ lease: LeaseHandle | null; retryAfterMs: number; reason: RefusalReason }> {
+  async #take(id: string, settings: CallSettings): Promise<LeaseHandle | Refused> {
     const key = storeKey(this.#defaults.prefix, id);
     const subject = subjectOf("lock", id);
     const outcome = await acquireLease(this.#defaults.source, settings, {
@@ -132,9 +130,9 @@ class DistributedLock implements Lock {
       leave: (store, token) => store.lockLeave(key, token),
       refresh: (store, tokens, claimMs) => store.lockRefreshWaiters(key, tokens, claimMs),
     });
-    if (!outcome.acquired) return { lease: null, retryAfterMs: outcome.retryAfterMs, reason: outcome.reason };
+    if (!outcome.acquired) return outcome;
     const { store, token, sentAt, waitedMs } = outcome;
-    const lease = new LeaseHandle(id, token, settings.leaseMs, sentAt, waitedMs, {
+    return new LeaseHandle(id, token, settings.leaseMs, sentAt, waitedMs, {
       store,
       extend: (t, ms) => store.lockExtend(key, t, ms),
       release: (t) => store.lockRelease(key, t),
@@ -142,7 +140,6 @@ class DistributedLock implements Lock {
       subject,
       weight: 1,
     });
-    return { lease, retryAfterMs: 0, reason: "full" };
   }
 }
 

@@ -1,4 +1,4 @@
-import { acquireLease, type RefusalReason, storeKey } from "./acquire.js";
+import { acquireLease, type Refused, storeKey } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError, ValidationError } from "./errors.js";
 import { subjectOf } from "./events.js";
@@ -126,9 +126,6 @@ interface PreparedCall {
   settings: CallSettings;
   limit: number;
   weight: number;
-  /** Filled in when the attempt is refused. */
-  retryAfterMs: number;
-  reason: RefusalReason;
 }
 
 class SemaphoreLeaseHandle extends LeaseHandle implements SemaphoreLease {
@@ -159,8 +156,8 @@ class DistributedSemaphore implements Semaphore {
   }
 
   async acquire(id: string, options?: SemaphoreAcquireOptions): Promise<SemaphoreLease | null> {
-    const call = this.#prepare(id, options, false);
-    return this.#take(call);
+    const outcome = await this.#take(this.#prepare(id, options, false));
+    return outcome instanceof LeaseHandle ? (outcome as SemaphoreLeaseHandle) : null;
   }
 
   async run<T>(id: string, fn: (lease: SemaphoreLease) => T | PromiseLike<T>, options?: SemaphoreRunOptions): Promise<T> {
@@ -168,9 +165,11 @@ class DistributedSemaphore implements Semaphore {
       throw new ValidationError("fn", "run(id, fn) needs a function to run while the permit is held.");
     }
     const call = this.#prepare(id, options, true);
-    const lease = await this.#take(call);
-    if (lease === null) throw new SemaphoreNotAcquiredError(call.id, call.limit, call.retryAfterMs, call.reason);
-    return keepLease(lease, fn, call.settings);
+    const outcome = await this.#take(call);
+    if (!(outcome instanceof LeaseHandle)) {
+      throw new SemaphoreNotAcquiredError(call.id, call.limit, outcome.retryAfterMs, outcome.reason);
+    }
+    return keepLease(outcome as SemaphoreLeaseHandle, fn, call.settings);
   }
 
   async count(id: string): Promise<number> {
@@ -202,7 +201,7 @@ class DistributedSemaphore implements Semaphore {
         `\`weight\` ${weight} is above the limit ${limit} of "${id}": such a call could never be admitted. Lower the weight or raise the limit.`,
       );
     }
-    return { id, key: storeKey(this.#defaults.prefix, id), settings, limit, weight, retryAfterMs: 0, reason: "full" };
+    return { id, key: storeKey(this.#defaults.prefix, id), settings, limit, weight };
   }
 
   #limitFor(id: string): number {
@@ -219,7 +218,7 @@ class DistributedSemaphore implements Semaphore {
     return checkLimit(value);
   }
 
-  async #take(call: PreparedCall): Promise<SemaphoreLeaseHandle | null> {
+  async #take(call: PreparedCall): Promise<SemaphoreLeaseHandle | Refused> {
     const { id, key, settings, limit, weight } = call;
     const subject = subjectOf("semaphore", id);
     const outcome = await acquireLease(this.#defaults.source, settings, {
@@ -231,11 +230,7 @@ class DistributedSemaphore implements Semaphore {
       leave: (store, token) => store.semaphoreLeave(key, token),
       refresh: (store, tokens, claimMs) => store.semaphoreRefreshWaiters(key, tokens, claimMs),
     });
-    if (!outcome.acquired) {
-      call.retryAfterMs = outcome.retryAfterMs;
-      call.reason = outcome.reason;
-      return null;
-    }
+    if (!outcome.acquired) return outcome;
     const { store, token, sentAt, waitedMs } = outcome;
     return new SemaphoreLeaseHandle(
       id,

@@ -25,22 +25,13 @@ export async function bounded<T>(
   valid: (reply: unknown) => boolean,
   subject?: Subject,
 ): Promise<T> {
-  try {
-    return await boundedCall(store, operation, pending, valid);
-  } catch (error) {
-    if (channels.storeError.hasSubscribers && error instanceof StoreUnavailableError) {
+  const fail = (message: string, cause?: unknown): StoreUnavailableError => {
+    const error = new StoreUnavailableError(message, cause, store.kind);
+    if (channels.storeError.hasSubscribers) {
       channels.storeError.publish({ store: store.kind, operation, error, ...subject } satisfies StoreErrorEvent);
     }
-    throw error;
-  }
-}
-
-async function boundedCall<T>(
-  store: Store,
-  operation: string,
-  pending: Promise<T>,
-  valid: (reply: unknown) => boolean,
-): Promise<T> {
+    return error;
+  };
   const limit = timeoutOf(store);
   let timer: NodeJS.Timeout | undefined;
   let reply: T;
@@ -52,10 +43,8 @@ async function boundedCall<T>(
         timer = setTimeout(
           () =>
             reject(
-              new StoreUnavailableError(
+              fail(
                 `the ${store.kind} store did not answer ${operation} within ${limit} ms. Check that it is reachable; redisStore(client, { timeoutMs }) sets this bound.`,
-                undefined,
-                store.kind,
               ),
             ),
           limit,
@@ -66,15 +55,13 @@ async function boundedCall<T>(
   } catch (error) {
     if (error instanceof LeaseholdError) throw error;
     const reason = error instanceof Error ? error.message : String(error);
-    throw new StoreUnavailableError(`the ${store.kind} store failed ${operation}: ${reason}`, error, store.kind);
+    throw fail(`the ${store.kind} store failed ${operation}: ${reason}`, error);
   } finally {
     clearTimeout(timer);
   }
   if (!valid(reply)) {
-    throw new StoreUnavailableError(
+    throw fail(
       `the ${store.kind} store answered ${operation} with ${JSON.stringify(reply)}, which is not a valid reply. Is it a leasehold store?`,
-      undefined,
-      store.kind,
     );
   }
   return reply;
