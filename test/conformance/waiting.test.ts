@@ -109,6 +109,8 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     const overflow = await slots.run("k", async () => 1, { waitMs: 10_000 }).catch((e: unknown) => e);
     expect(overflow).toBeInstanceOf(SemaphoreNotAcquiredError);
     expect(overflow).toMatchObject({ reason: "queue-full" });
+    // The queue never grew past maxQueue: the refused caller left nothing behind.
+    expect((await slots.stats("k")).waiting).toBe(2);
     expect(performance.now() - started).toBeLessThan(5_000);
     await holder?.release();
     const [first, second] = await Promise.all(queued);

@@ -1,11 +1,14 @@
 import "reflect-metadata";
 import {
   Controller,
+  createParamDecorator,
+  type ExecutionContext,
   Get,
   type INestApplication,
   Injectable,
   Module,
   type NestInterceptor,
+  type PipeTransform,
   Sse,
   UseInterceptors,
 } from "@nestjs/common";
@@ -29,7 +32,19 @@ import { eventually, spyStore } from "../support/stores.js";
 import type { RunningApp } from "./harness.js";
 import { listenNest } from "./nest-app.js";
 
-const seen: { leaseInInterceptor?: boolean } = {};
+const seen: { leaseInInterceptor?: boolean; leaseInPipe?: boolean } = {};
+
+/** The request as a parameter, so a pipe can look at it. */
+const WholeRequest = createParamDecorator((_data: unknown, context: ExecutionContext) => context.switchToHttp().getRequest());
+
+/** A pipe that looks at the request: the guard must have run before it. */
+@Injectable()
+class SeesLeaseInPipe implements PipeTransform {
+  transform(request: NestRequest) {
+    seen.leaseInPipe = request.lease !== undefined;
+    return request;
+  }
+}
 
 @Injectable()
 class SeesLease implements NestInterceptor {
@@ -50,7 +65,7 @@ class ScopedController {
   @Get("overrides")
   @Semaphore("method-own", 3)
   @UseInterceptors(SeesLease)
-  overrides(@Lease() lease: RequestLease & { limit: number }) {
+  overrides(@Lease() lease: RequestLease & { limit: number }, @WholeRequest(SeesLeaseInPipe) _request: NestRequest) {
     return { key: lease.key, limit: lease.limit };
   }
 
@@ -88,6 +103,7 @@ describe.each(["express", "fastify"] as const)("NestJS specifics on %s", (platfo
     const overrides = await request(running.url).get("/scoped/overrides");
     expect(overrides.body).toEqual({ key: "method-own", limit: 3 });
     expect(seen.leaseInInterceptor).toBe(true);
+    expect(seen.leaseInPipe).toBe(true);
     // Class and method both install the guard; only one permit per request was taken.
     expect(calls.semaphoreAcquire).toBe(2);
     await eventually(() => calls.semaphoreRelease === 2);
