@@ -38,7 +38,9 @@ const DEFAULT_WAITER_LEASE_MS = 5000;
  * idempotent acquire, token-checked extend and release, a FIFO waiting room
  * with grants) inside one process, on the process's monotonic clock. Idle
  * entries are dropped by `unref()`ed timers, so they neither leak nor keep a
- * process alive.
+ * process alive. A released entry is not dropped at once but when its timer
+ * fires (at the latest expiry it had seen): a busy id that empties between
+ * requests would otherwise be rebuilt, with a timer, on every request.
  */
 class MemoryStore implements Store {
   readonly kind = "memory";
@@ -105,7 +107,6 @@ class MemoryStore implements Store {
     if (state === undefined) return false;
     if (held !== undefined) removeHolder(state, token, held);
     this.settleSemaphore(key, state, now, state.limit);
-    this.dropIfIdle(key, state);
     return held !== undefined && held.expiresAt > now;
   }
 
@@ -148,7 +149,6 @@ class MemoryStore implements Store {
     if (held !== undefined) removeHolder(state, token, held);
     state.queue.delete(token);
     this.settleSemaphore(key, state, performance.now(), state.limit);
-    this.dropIfIdle(key, state);
   }
 
   async semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterStatus[]> {
@@ -201,7 +201,6 @@ class MemoryStore implements Store {
     const ours = state.token === token && state.expiresAt > now;
     if (ours) state.token = undefined;
     this.settleLock(key, state, now);
-    this.dropLockIfIdle(key, state);
     return ours;
   }
 
@@ -211,7 +210,6 @@ class MemoryStore implements Store {
     if (state.token === token) state.token = undefined;
     state.queue.delete(token);
     this.settleLock(key, state, performance.now());
-    this.dropLockIfIdle(key, state);
   }
 
   async lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterStatus[]> {
@@ -349,7 +347,7 @@ class MemoryStore implements Store {
 
   // Timers may fire a little early against performance.now(): a lock is dropped only once really expired.
   private scheduleLockCleanup(key: string, state: LockState): void {
-    if (state.cleanup !== undefined) clearTimeout(state.cleanup);
+    if (state.cleanup !== undefined) return;
     let latest = state.token === undefined ? 0 : state.expiresAt;
     for (const waiter of state.queue.values()) latest = Math.max(latest, waiter.expiresAt);
     state.cleanup = setTimeout(
@@ -386,6 +384,7 @@ function addHolder(state: SemaphoreState, token: string, weight: number, expires
 function removeHolder(state: SemaphoreState, token: string, holder: Holder): void {
   state.holders.delete(token);
   state.used -= holder.weight;
+  if (state.holders.size === 0) state.earliest = Number.POSITIVE_INFINITY;
 }
 
 function prune(state: SemaphoreState, now: number): void {
