@@ -9,6 +9,19 @@
 -- when refused, {3, ms} when the queue is full; ms until the lock expires.
 local lock, queue, info, expiry, tickets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local token, ttl, claim, maxQueue, channel = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+
+-- The common case first, before any helper is defined: nobody waiting.
+if redis.call('EXISTS', queue) == 0 then
+  -- SET NX PX: the lock is free (or lapsed) and now ours, expiring on the server's clock.
+  if redis.call('SET', lock, token, 'NX', 'PX', ttl) then return {1, 0} end
+  -- A re-sent acquire (ioredis replays unanswered commands after a reconnect) finds its own token.
+  if redis.call('GET', lock) == token then
+    redis.call('PEXPIRE', lock, ttl)
+    return {1, 0}
+  end
+  if claim == 0 then return {0, math.max(1, redis.call('PTTL', lock))} end
+end
+
 --!include lib/clock.lua
 --!include lib/queue.lua
 --!include lib/grant-lock.lua

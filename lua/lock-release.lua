@@ -6,16 +6,21 @@
 -- Returns 1 when released, 0 when the lock had already moved on.
 local lock, queue, info, expiry, tickets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local token, channel = ARGV[1], ARGV[2]
+
+local ours = redis.call('GET', lock) == token
+if ours then redis.call('DEL', lock) end
+-- The hot path ends here, before any helper is defined: nobody waiting.
+if redis.call('EXISTS', queue) == 0 then
+  if ours then return 1 end
+  return 0
+end
+
 --!include lib/clock.lua
 --!include lib/queue.lua
 --!include lib/grant-lock.lua
 
-local ours = redis.call('GET', lock) == token
-if ours then redis.call('DEL', lock) end
-if redis.call('EXISTS', queue) == 1 then
-  queue_prune(now)
-  grant(now, channel)
-  queue_expire(now)
-end
+queue_prune(now)
+grant(now, channel)
+queue_expire(now)
 if ours then return 1 end
 return 0

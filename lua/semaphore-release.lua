@@ -8,22 +8,23 @@
 local holders, weights, queue, info, expiry, tickets, limits = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local token, channel, weight = ARGV[1], ARGV[2], tonumber(ARGV[3])
 --!include lib/clock.lua
+
+-- The hot path, before any helper is defined: a weight-1 holder leaving an id
+-- nobody waits for and nobody heavier holds. Keys keep the TTL they have: they
+-- still vanish with their last lease.
+if weight == 1 and redis.call('EXISTS', queue, weights) == 0 then
+  local score = redis.call('ZSCORE', holders, token)
+  if not score then return 0 end
+  redis.call('ZREM', holders, token)
+  if tonumber(score) <= now then return 0 end
+  return 1
+end
+
 --!include lib/holders.lua
 --!include lib/queue.lua
 --!include lib/grant-semaphore.lua
 
--- The hot path: a weight-1 holder leaving an id nobody waits for is ZSCORE, ZREM
--- and two EXISTS. Keys keep the TTL they have: they still vanish with their last lease.
-local score
-if weight == 1 then
-  score = redis.call('ZSCORE', holders, token)
-  if score then
-    score = tonumber(score)
-    redis.call('ZREM', holders, token)
-  end
-else
-  score = holders_remove(token)
-end
+local score = holders_remove(token)
 if redis.call('EXISTS', queue) == 1 then
   holders_prune(now)
   queue_prune(now)
