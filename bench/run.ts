@@ -18,6 +18,11 @@ import { cycles, medianOf, round, type Sample, summarize } from "./measure.js";
 import { barChart } from "./svg.js";
 
 const quick = process.argv.includes("--quick");
+// --only=redisCycles,httpOverhead runs some scenarios (by function name) and writes no results files.
+const only = process.argv
+  .find((arg) => arg.startsWith("--only="))
+  ?.slice("--only=".length)
+  .split(",");
 const ms = (full: number, fast: number) => (quick ? fast : full);
 const rounds = quick ? 1 : 3;
 
@@ -443,6 +448,7 @@ async function scale(): Promise<void> {
 
 const started = performance.now();
 for (const step of [redisCycles, contended, commandsPerRequest, httpOverhead, inProcess, scale]) {
+  if (only !== undefined && !only.includes(step.name)) continue;
   process.stdout.write(`running ${step.name}...\n`);
   await step();
 }
@@ -461,15 +467,18 @@ for (const scenario of scenarios) {
   console.log(`\n## ${scenario.name}`);
   console.table(scenario.rows);
   for (const t of scenario.targets) console.log(`  ${t.pass ? "meets" : "MISSES"}  ${t.target}: ${t.value} (target ${t.goal})`);
+  if (only !== undefined) continue;
   writeFileSync(
     new URL(`./results/${scenario.name}.svg`, import.meta.url),
     barChart(`${scenario.name} (${machine.mode})`, scenario.unit, scenario.bars),
   );
 }
-writeFileSync(
-  new URL("./results.json", import.meta.url),
-  `${JSON.stringify({ machine, date: new Date().toISOString(), scenarios }, null, 2)}\n`,
-);
+if (only === undefined) {
+  writeFileSync(
+    new URL("./results.json", import.meta.url),
+    `${JSON.stringify({ machine, date: new Date().toISOString(), scenarios }, null, 2)}\n`,
+  );
+}
 console.log(
   `\nbench finished in ${Math.round((performance.now() - started) / 1000)} s; results in bench/results.json and bench/results/*.svg`,
 );
