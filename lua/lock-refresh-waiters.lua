@@ -1,7 +1,8 @@
 -- One process's periodic call for all its waiters on one lock: keep their waiter
 -- leases alive, drop lapsed waiters, hand a free lock to the head.
 -- KEYS as lock-acquire.lua.  ARGV[1] claim ms  ARGV[2] channel  ARGV[3..] tokens
--- Returns, per token: 1 holds (granted: claim it), 2 still waiting, 0 gone.
+-- Returns, per token: 1 holds (granted: claim it), 2 still waiting, 0 gone;
+-- then the ms until the lock's lease ends (a grant's reservation included).
 local lock, queue, info, expiry, tickets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local claim, channel = tonumber(ARGV[1]), ARGV[2]
 --!include lib/clock.lua
@@ -23,4 +24,5 @@ for i = 3, #ARGV do
     statuses[#statuses + 1] = 0
   end
 end
+statuses[#statuses + 1] = math.max(1, redis.call('PTTL', lock))
 return statuses

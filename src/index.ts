@@ -35,5 +35,14 @@ export {
 } from "./semaphore.js";
 export { type MemoryStoreOptions, memoryStore } from "./store/memory.js";
 export { type RedisClient, type RedisStore, type RedisStoreOptions, redisStore } from "./store/redis.js";
-export type { AcquireReply, Grant, LockStats, QueueOptions, SemaphoreFigures, Store, WaiterStatus } from "./store/types.js";
+export type {
+  AcquireReply,
+  Grant,
+  LockStats,
+  QueueOptions,
+  SemaphoreFigures,
+  Store,
+  WaiterRefresh,
+  WaiterStatus,
+} from "./store/types.js";
 export { MAX_ID_LENGTH } from "./validate.js";

@@ -1,4 +1,4 @@
-import type { AcquireReply, Grant, Store, WaiterStatus } from "./store/types.js";
+import type { AcquireReply, Grant, Store, WaiterRefresh } from "./store/types.js";
 
 /**
  * The waiters of this process on one id of one store: they share one
@@ -17,7 +17,7 @@ class Room {
   constructor(
     private readonly store: Store,
     private readonly key: string,
-    private readonly refresh: (tokens: readonly string[]) => Promise<WaiterStatus[]>,
+    private readonly refresh: (tokens: readonly string[]) => Promise<WaiterRefresh>,
     private readonly claimMs: number,
     private readonly onEmpty: () => void,
   ) {}
@@ -80,11 +80,18 @@ class Room {
     const tokens = [...this.#waiters.keys()];
     this.refresh(tokens)
       .then(
-        (statuses) => {
+        ({ statuses, retryAfterMs }) => {
+          let waiting = false;
           statuses.forEach((status, i) => {
             // "gone": our waiter lease lapsed (a long stall); claiming re-joins the queue.
             if (status !== "waiting") this.#waiters.get(tokens[i] as string)?.();
+            else waiting = true;
           });
+          // A grant announced before this room listened (or lost with a dropped subscription)
+          // to a waiter that never claims it frees its permits when its reservation lapses:
+          // the nearest lease end includes that reservation, so look again then. (1 means nothing
+          // is held: waiting then has another cause, and looking again at once would spin.)
+          if (waiting && retryAfterMs > 1) this.backupIn(retryAfterMs);
         },
         () => {},
       )
@@ -142,7 +149,7 @@ export interface Wait {
   /** The acquire call again: claims a grant, or refreshes the waiter's place. */
   claim(): Promise<AcquireReply>;
   leave(): Promise<void>;
-  refresh(tokens: readonly string[]): Promise<WaiterStatus[]>;
+  refresh(tokens: readonly string[]): Promise<WaiterRefresh>;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { knownOptions, optionsObject, positiveMs } from "../validate.js";
-import type { AcquireReply, Grant, LockStats, QueueOptions, SemaphoreFigures, Store, WaiterStatus } from "./types.js";
+import type { AcquireReply, Grant, LockStats, QueueOptions, SemaphoreFigures, Store, WaiterRefresh } from "./types.js";
 
 interface Holder {
   expiresAt: number;
@@ -151,16 +151,19 @@ class MemoryStore implements Store {
     this.settleSemaphore(key, state, performance.now(), state.limit);
   }
 
-  async semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterStatus[]> {
+  async semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
     const now = performance.now();
     const state = this.semaphores.get(key);
-    if (state === undefined) return tokens.map(() => "gone");
+    if (state === undefined) return { statuses: tokens.map(() => "gone"), retryAfterMs: 1 };
     for (const token of tokens) {
       const waiter = state.queue.get(token);
       if (waiter !== undefined) waiter.expiresAt = now + claimMs;
     }
     this.settleSemaphore(key, state, now, state.limit);
-    return tokens.map((token) => (state.holders.has(token) ? "held" : state.queue.has(token) ? "waiting" : "gone"));
+    return {
+      statuses: tokens.map((token) => (state.holders.has(token) ? "held" : state.queue.has(token) ? "waiting" : "gone")),
+      retryAfterMs: untilMs(state.earliest, now),
+    };
   }
 
   async lockAcquire(key: string, token: string, ttlMs: number, queue?: QueueOptions): Promise<AcquireReply> {
@@ -212,16 +215,19 @@ class MemoryStore implements Store {
     this.settleLock(key, state, performance.now());
   }
 
-  async lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterStatus[]> {
+  async lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
     const now = performance.now();
     const state = this.locks.get(key);
-    if (state === undefined) return tokens.map(() => "gone");
+    if (state === undefined) return { statuses: tokens.map(() => "gone"), retryAfterMs: 1 };
     for (const token of tokens) {
       const waiter = state.queue.get(token);
       if (waiter !== undefined) waiter.expiresAt = now + claimMs;
     }
     this.settleLock(key, state, now);
-    return tokens.map((token) => (state.token === token ? "held" : state.queue.has(token) ? "waiting" : "gone"));
+    return {
+      statuses: tokens.map((token) => (state.token === token ? "held" : state.queue.has(token) ? "waiting" : "gone")),
+      retryAfterMs: state.token === undefined ? 1 : untilMs(state.expiresAt, now),
+    };
   }
 
   async watch(key: string, onGrant: (grant: Grant) => void): Promise<() => void> {

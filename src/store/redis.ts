@@ -1,7 +1,16 @@
 import { StoreUnavailableError, ValidationError } from "../errors.js";
 import { knownOptions, optionsObject, positiveMs } from "../validate.js";
 import { scripts } from "./lua.generated.js";
-import type { AcquireReply, Grant, LockStats, QueueOptions, SemaphoreFigures, Store, WaiterStatus } from "./types.js";
+import type {
+  AcquireReply,
+  Grant,
+  LockStats,
+  QueueOptions,
+  SemaphoreFigures,
+  Store,
+  WaiterRefresh,
+  WaiterStatus,
+} from "./types.js";
 
 /**
  * The part of a Redis client leasehold uses, typed structurally so that an
@@ -90,9 +99,14 @@ function flag(reply: unknown, script: Script): boolean {
 
 const WAITER_STATUS: Record<number, WaiterStatus> = { 0: "gone", 1: "held", 2: "waiting" };
 
-function statuses(reply: unknown, count: number, script: Script): WaiterStatus[] {
-  if (Array.isArray(reply) && reply.length === count && reply.every((status) => WAITER_STATUS[status] !== undefined)) {
-    return reply.map((status: number) => WAITER_STATUS[status] as WaiterStatus);
+/** Statuses, one per token, then the ms until the nearest lease ends. */
+function refreshed(reply: unknown, count: number, script: Script): WaiterRefresh {
+  if (Array.isArray(reply) && reply.length === count + 1) {
+    const retryAfterMs = reply[count];
+    const statuses = reply.slice(0, count);
+    if (typeof retryAfterMs === "number" && statuses.every((status) => WAITER_STATUS[status] !== undefined)) {
+      return { statuses: statuses.map((status: number) => WAITER_STATUS[status] as WaiterStatus), retryAfterMs };
+    }
   }
   throw unexpected(reply, script);
 }
@@ -171,9 +185,9 @@ class RedisLeaseStore implements RedisStore {
     await runScript(this.client, scripts.semaphoreLeave, semaphoreKeys(key), [token, channelOf(key)]);
   }
 
-  async semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterStatus[]> {
+  async semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
     const script = scripts.semaphoreRefreshWaiters;
-    return statuses(
+    return refreshed(
       await runScript(this.client, script, semaphoreKeys(key), [claimMs, channelOf(key), ...tokens]),
       tokens.length,
       script,
@@ -200,9 +214,9 @@ class RedisLeaseStore implements RedisStore {
     await runScript(this.client, scripts.lockLeave, lockKeys(key), [token, channelOf(key)]);
   }
 
-  async lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterStatus[]> {
+  async lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
     const script = scripts.lockRefreshWaiters;
-    return statuses(
+    return refreshed(
       await runScript(this.client, script, lockKeys(key), [claimMs, channelOf(key), ...tokens]),
       tokens.length,
       script,

@@ -49,6 +49,17 @@ export interface LockStats {
 /** Where a waiter stands: granted (claim it), still waiting, or gone from the queue. */
 export type WaiterStatus = "held" | "waiting" | "gone";
 
+/** What refreshing a process's waiters answers. */
+export interface WaiterRefresh {
+  /** Per token, in the order given. */
+  statuses: WaiterStatus[];
+  /**
+   * Ms until the nearest lease on the id ends (a grant's reservation included):
+   * when those still waiting should look again if no grant is announced.
+   */
+  retryAfterMs: number;
+}
+
 /**
  * Where leases live. `memoryStore()` and `redisStore()` implement it; anything
  * that passes the conformance suite in `test/conformance/` may. Every method
@@ -97,7 +108,7 @@ export interface Store {
   /** Leave the queue, returning a grant not yet claimed. */
   semaphoreLeave(key: string, token: string): Promise<void>;
   /** Keep these waiters' leases alive, grant who fits, and say where each stands. */
-  semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterStatus[]>;
+  semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh>;
 
   /** Take the lock for `token` if free and nobody waits (or refresh it if `token` holds it); with `queue`, wait in line. */
   lockAcquire(key: string, token: string, ttlMs: number, queue?: QueueOptions): Promise<AcquireReply>;
@@ -110,7 +121,7 @@ export interface Store {
   /** Leave the lock's queue, returning a grant not yet claimed. */
   lockLeave(key: string, token: string): Promise<void>;
   /** Keep these waiters' leases alive, grant the lock if free, and say where each stands. */
-  lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterStatus[]>;
+  lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh>;
 
   /**
    * Calls `onGrant` for every grant made on `key` (by any process), so the

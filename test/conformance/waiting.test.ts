@@ -4,11 +4,12 @@ import {
   lock,
   type SemaphoreLease,
   SemaphoreNotAcquiredError,
+  type Store,
   semaphore,
   ValidationError,
 } from "../../src/index.js";
 import { uniquePrefix } from "../support/redis.js";
-import { eventually, spyStore, storesUnderTest } from "../support/stores.js";
+import { eventually, gate, spyStore, storesUnderTest } from "../support/stores.js";
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -172,6 +173,32 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     expect(lease?.waitedMs).toBeGreaterThanOrEqual(250);
     await lease?.release();
     expect(await slots.count("k")).toBe(0);
+  });
+
+  it("a grant announced before this process listened is not missed, even when its waiter never claims it", async () => {
+    const { store: spied, calls, prefix } = setup();
+    // Subscribing is held back until after the release, so the ghost's grant is announced to nobody here.
+    const listening = gate();
+    const store: Store = {
+      ...spied,
+      watch: async (key, onGrant) => {
+        await listening.opened;
+        return spied.watch(key, onGrant);
+      },
+    };
+    const slots = semaphore({ client: store, limit: 1, prefix });
+    const holder = await slots.acquire("k");
+    const ghost = await store.semaphoreAcquire(`{${prefix}:k}`, "ghost", 1, 1, 60_000, { claimMs: 300, maxQueue: 0 });
+    expect(ghost.queued).toBe(true);
+    const behind = slots.acquire("k", { waitMs: 10_000 });
+    await eventually(() => calls.semaphoreAcquire === 3);
+    await holder?.release();
+    listening.open();
+    // Only the ghost's lapsing reservation frees the permit; the next lease expiry is a minute away.
+    const lease = await behind;
+    expect(lease).not.toBeNull();
+    expect(lease?.waitedMs).toBeGreaterThanOrEqual(250);
+    await lease?.release();
   });
 
   it("locks queue in arrival order too", async () => {
