@@ -14,9 +14,9 @@ import type { Rejection } from "../../src/http/problem.js";
 import type { LockLease, SemaphoreLease } from "../../src/lease.js";
 
 /**
- * What a refused request throws: an `HTTPException` carrying the
- * problem+json response, so `app.onError` can reformat it. `rejection` has
- * the details.
+ * What a refused request throws: an `HTTPException` whose `getResponse()` is
+ * the problem+json response (503 or 409, Retry-After), so `app.onError` can
+ * pass it on or reformat it. `rejection` has the details.
  *
  * @example
  * ```ts
@@ -30,13 +30,22 @@ export class LeaseRejectedException extends HTTPException {
   readonly rejection: Rejection;
 
   constructor(rejection: Rejection) {
-    super(rejection.status as HTTPException["status"], {
-      res: problemResponse(rejection),
-      message: rejection.problem.detail,
-      cause: rejection.error,
-    });
+    // A refusal is an answer, not a bug: a stack trace would only point into this
+    // middleware, and capturing one is a large share of what refusing costs.
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      super(rejection.status as HTTPException["status"], { message: rejection.problem.detail, cause: rejection.error });
+    } finally {
+      Error.stackTraceLimit = stackTraceLimit;
+    }
     this.name = "LeaseRejectedException";
     this.rejection = rejection;
+  }
+
+  /** The problem+json response with its Retry-After, made when asked for (a `Response` is costly to build). */
+  override getResponse(): Response {
+    return problemResponse(this.rejection);
   }
 }
 

@@ -99,7 +99,15 @@ export class LeaseRejectedException extends HttpException {
   readonly rejection: Rejection;
 
   constructor(rejection: Rejection) {
-    super(rejection.problem, rejection.status, { cause: rejection.error, description: rejection.problem.title });
+    // A refusal is an answer, not a bug: a stack trace would only point into the
+    // guard, and capturing one is a large share of what refusing costs.
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      super(rejection.problem, rejection.status, { cause: rejection.error, description: rejection.problem.title });
+    } finally {
+      Error.stackTraceLimit = stackTraceLimit;
+    }
     this.rejection = rejection;
   }
 }
