@@ -4,7 +4,7 @@ import type { StoreSource } from "./client.js";
 import type { NotAcquiredReason } from "./errors.js";
 import { type AcquiredEvent, channels, type RejectedEvent, type Subject } from "./events.js";
 import type { CallSettings } from "./options.js";
-import type { AcquireReply, QueueOptions, Store, WaiterStatus } from "./store/types.js";
+import type { AcquireReply, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
 import { acquireOrCleanUp } from "./store-call.js";
 import { WaitEnded, waitForGrant } from "./waiting.js";
 
@@ -56,7 +56,7 @@ export interface KeyOps {
   take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply>;
   /** Leave the queue and return anything held: the clean-up for an unknown outcome or a wait given up. */
   leave(store: Store, token: string): Promise<void>;
-  refresh(store: Store, tokens: readonly string[], claimMs: number): Promise<WaiterStatus[]>;
+  refresh(store: Store, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh>;
 }
 
 /**
@@ -71,67 +71,49 @@ export async function acquireLease(source: StoreSource, settings: CallSettings, 
   const { signal } = settings;
   signal?.throwIfAborted();
   const startedAt = performance.now();
-  const store = await source.get();
+  const got = source.get();
+  const store = got instanceof Promise ? await got : got;
   const token = newToken();
+
+  // Fail fast, the common case, without the closures the other modes need.
+  if (settings.waitMs === 0 && settings.retries === 0) {
+    const sentAt = performance.now();
+    const reply = await acquireOrCleanUp(store, ops, token);
+    if (signal?.aborted) abandon(store, ops, token, signal);
+    return reply.acquired ? acquired(ops, store, token, sentAt, startedAt) : refused(ops, reply.retryAfterMs, "full", startedAt);
+  }
+
   const attempt = async (queue?: QueueOptions): Promise<AcquireReply> => {
-    const reply = await acquireOrCleanUp(
-      store,
-      () => ops.take(store, token, queue),
-      () => ops.leave(store, token),
-      ops.subject,
-    );
-    if (signal?.aborted) {
-      // The caller gave up while the attempt was in flight: nobody will use this permit or place.
-      ops.leave(store, token).catch(() => {});
-      throw signal.reason;
-    }
+    const reply = await acquireOrCleanUp(store, ops, token, queue);
+    if (signal?.aborted) abandon(store, ops, token, signal);
     return reply;
-  };
-  // Every outcome leaves through one of these two, which also publish it.
-  const acquired = (sentAt: number): Acquired => {
-    const waitedMs = performance.now() - startedAt;
-    if (channels.acquired.hasSubscribers) {
-      channels.acquired.publish({ ...ops.subject, token, waitedMs, ...ops.permits } satisfies AcquiredEvent);
-    }
-    return { acquired: true, store, token, sentAt, waitedMs };
-  };
-  const refused = (retryAfterMs: number, reason: RefusalReason): Refused => {
-    const waitedMs = performance.now() - startedAt;
-    if (channels.rejected.hasSubscribers) {
-      channels.rejected.publish({
-        ...ops.subject,
-        reason,
-        waitedMs,
-        ...(ops.permits && { limit: ops.permits.limit }),
-      } satisfies RejectedEvent);
-    }
-    return { acquired: false, retryAfterMs, reason, waitedMs };
   };
 
   if (settings.waitMs > 0) {
     const queue: QueueOptions = { claimMs: store.waiterLeaseMs ?? DEFAULT_WAITER_LEASE_MS, maxQueue: settings.maxQueue };
     const sentAt = performance.now();
     const reply = await attempt(queue);
-    if (reply.acquired) return acquired(sentAt);
-    if (reply.queued !== true) return refused(reply.retryAfterMs, reply.queueFull === true ? "queue-full" : "full");
+    if (reply.acquired) return acquired(ops, store, token, sentAt, startedAt);
+    if (reply.queued !== true) {
+      return refused(ops, reply.retryAfterMs, reply.queueFull === true ? "queue-full" : "full", startedAt);
+    }
     try {
-      return acquired(
-        await waitForGrant({
-          store,
-          room: `${ops.kind} ${ops.key}`,
-          key: ops.key,
-          token,
-          claimMs: queue.claimMs,
-          remainingMs: Math.max(1, settings.waitMs - (performance.now() - startedAt)),
-          signal,
-          retryAfterMs: reply.retryAfterMs,
-          claim: () => attempt(queue),
-          leave: () => ops.leave(store, token),
-          refresh: (tokens) => ops.refresh(store, tokens, queue.claimMs),
-        }),
-      );
+      const grantedAt = await waitForGrant({
+        store,
+        room: `${ops.kind} ${ops.key}`,
+        key: ops.key,
+        token,
+        claimMs: queue.claimMs,
+        remainingMs: Math.max(1, settings.waitMs - (performance.now() - startedAt)),
+        signal,
+        retryAfterMs: reply.retryAfterMs,
+        claim: () => attempt(queue),
+        leave: () => ops.leave(store, token),
+        refresh: (tokens) => ops.refresh(store, tokens, queue.claimMs),
+      });
+      return acquired(ops, store, token, grantedAt, startedAt);
     } catch (error) {
-      if (error instanceof WaitEnded) return refused(error.retryAfterMs, error.reason);
+      if (error instanceof WaitEnded) return refused(ops, error.retryAfterMs, error.reason, startedAt);
       throw error;
     }
   }
@@ -139,10 +121,38 @@ export async function acquireLease(source: StoreSource, settings: CallSettings, 
   for (let count = 0; ; count++) {
     const sentAt = performance.now();
     const reply = await attempt();
-    if (reply.acquired) return acquired(sentAt);
-    if (count >= settings.retries) return refused(reply.retryAfterMs, "full");
+    if (reply.acquired) return acquired(ops, store, token, sentAt, startedAt);
+    if (count >= settings.retries) return refused(ops, reply.retryAfterMs, "full", startedAt);
     if (settings.retryDelayMs > 0) await pauseUnlessAborted(settings.retryDelayMs, signal);
   }
+}
+
+/** The caller gave up while an attempt was in flight: nobody will use this permit or place. */
+function abandon(store: Store, ops: KeyOps, token: string, signal: AbortSignal): never {
+  ops.leave(store, token).catch(() => {});
+  throw signal.reason;
+}
+
+// Every outcome leaves through one of these two, which also publish it.
+function acquired(ops: KeyOps, store: Store, token: string, sentAt: number, startedAt: number): Acquired {
+  const waitedMs = performance.now() - startedAt;
+  if (channels.acquired.hasSubscribers) {
+    channels.acquired.publish({ ...ops.subject, token, waitedMs, ...ops.permits } satisfies AcquiredEvent);
+  }
+  return { acquired: true, store, token, sentAt, waitedMs };
+}
+
+function refused(ops: KeyOps, retryAfterMs: number, reason: RefusalReason, startedAt: number): Refused {
+  const waitedMs = performance.now() - startedAt;
+  if (channels.rejected.hasSubscribers) {
+    channels.rejected.publish({
+      ...ops.subject,
+      reason,
+      waitedMs,
+      ...(ops.permits && { limit: ops.permits.limit }),
+    } satisfies RejectedEvent);
+  }
+  return { acquired: false, retryAfterMs, reason, waitedMs };
 }
 
 /** Waits between attempts; an abort ends the wait at once with the signal's own reason. */

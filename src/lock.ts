@@ -1,9 +1,9 @@
-import { acquireLease, type Refused, storeKey } from "./acquire.js";
+import { acquireLease, type KeyOps, type Refused, storeKey } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { LockLeaseLostError, LockNotAcquiredError, ValidationError } from "./errors.js";
-import { subjectOf } from "./events.js";
+import { type Subject, subjectOf } from "./events.js";
 import { keepLease } from "./keeper.js";
-import { LeaseHandle, type LockLease } from "./lease.js";
+import { type LeaseBackend, LeaseHandle, type LockLease } from "./lease.js";
 import {
   type CallOptions,
   type CallSettings,
@@ -15,7 +15,7 @@ import {
   resolveDefaults,
   type WaitOptions,
 } from "./options.js";
-import type { LockStats } from "./store/types.js";
+import type { AcquireReply, LockStats, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
 import { bounded, isLockStats } from "./store-call.js";
 import { id as checkId, knownOptions, optionsObject } from "./validate.js";
 
@@ -114,32 +114,65 @@ class DistributedLock implements Lock {
 
   #prepare(id: string, options: LockRunOptions | undefined, keeping: boolean): CallSettings {
     checkId(id);
+    // No per-call options: the defaults, resolved once.
+    if (options === undefined) {
+      return keeping ? this.#defaults.plain.run : this.#defaults.plain.acquire;
+    }
     const given = optionsObject(options, keeping ? "run" : "acquire");
     knownOptions(given, keeping ? RUN_OPTIONS : ACQUIRE_OPTIONS, `lock ${keeping ? "run" : "acquire"}`);
     return resolveCall(this.#defaults, given, keeping);
   }
 
   async #take(id: string, settings: CallSettings): Promise<LeaseHandle | Refused> {
-    const key = storeKey(this.#defaults.prefix, id);
-    const subject = subjectOf("lock", id);
-    const outcome = await acquireLease(this.#defaults.source, settings, {
-      kind: "lock",
-      subject,
-      key,
-      take: (store, token, queue) => store.lockAcquire(key, token, settings.leaseMs, queue),
-      leave: (store, token) => store.lockLeave(key, token),
-      refresh: (store, tokens, claimMs) => store.lockRefreshWaiters(key, tokens, claimMs),
-    });
+    const ops = new LockOps(id, storeKey(this.#defaults.prefix, id), settings.leaseMs);
+    const outcome = await acquireLease(this.#defaults.source, settings, ops);
     if (!outcome.acquired) return outcome;
-    const { store, token, sentAt, waitedMs } = outcome;
-    return new LeaseHandle(id, token, settings.leaseMs, sentAt, waitedMs, {
-      store,
-      extend: (t, ms) => store.lockExtend(key, t, ms),
-      release: (t) => store.lockRelease(key, t),
-      lost: () => new LockLeaseLostError(id),
-      subject,
-      weight: 1,
-    });
+    ops.store = outcome.store;
+    return new LeaseHandle(id, outcome.token, settings.leaseMs, outcome.sentAt, outcome.waitedMs, ops);
+  }
+}
+
+/** The store calls of one acquisition and then of its lease (see SemaphoreOps). */
+class LockOps implements KeyOps, LeaseBackend {
+  readonly kind = "lock";
+  readonly weight = 1;
+  /** Set once acquired: the store the lease lives in. */
+  store!: Store;
+  #subject: Subject | undefined;
+
+  constructor(
+    readonly id: string,
+    readonly key: string,
+    readonly leaseMs: number,
+  ) {}
+
+  get subject(): Subject {
+    this.#subject ??= subjectOf("lock", this.id);
+    return this.#subject;
+  }
+
+  take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply> {
+    return store.lockAcquire(this.key, token, this.leaseMs, queue);
+  }
+
+  leave(store: Store, token: string): Promise<void> {
+    return store.lockLeave(this.key, token);
+  }
+
+  refresh(store: Store, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
+    return store.lockRefreshWaiters(this.key, tokens, claimMs);
+  }
+
+  extend(token: string, ms: number): Promise<boolean> {
+    return this.store.lockExtend(this.key, token, ms);
+  }
+
+  release(token: string): Promise<boolean> {
+    return this.store.lockRelease(this.key, token);
+  }
+
+  lost(): LockLeaseLostError {
+    return new LockLeaseLostError(this.id);
   }
 }
 

@@ -82,6 +82,8 @@ export interface Defaults extends CallSettings {
   prefix: string;
   kind: "semaphore" | "lock";
   leaseOption: LeaseOption;
+  /** The settings of a call that passes no options, resolved once (settings are never mutated). */
+  plain: { acquire: CallSettings; run: CallSettings };
 }
 
 const leaseFix = (leaseOption: LeaseOption): string =>
@@ -123,7 +125,7 @@ export function resolveDefaults(
   const leaseMs =
     options[leaseOption] === undefined ? defaultLeaseMs : positiveMs(leaseOption, options[leaseOption], leaseFix(leaseOption));
   const heartbeatExplicit = options.heartbeatMs !== undefined;
-  return {
+  const defaults: Omit<Defaults, "plain"> = {
     kind,
     leaseOption,
     source: storeSource(options.client),
@@ -142,6 +144,8 @@ export function resolveDefaults(
     onRenewError: optionalFunction("onRenewError", options.onRenewError),
     ...waiting(options, { waitMs: 0, maxQueue: 0, retries: 0 }),
   };
+  const plain = { acquire: resolveCall(defaults, {}, false), run: resolveCall(defaults, {}, true) };
+  return { ...defaults, plain };
 }
 
 /**
@@ -149,7 +153,7 @@ export function resolveDefaults(
  * call passes. An explicit heartbeat (from either) is checked against the
  * effective lease, before any slot is taken.
  */
-export function resolveCall(defaults: Defaults, options: Record<string, unknown>, keeping: boolean): CallSettings {
+export function resolveCall(defaults: Omit<Defaults, "plain">, options: Record<string, unknown>, keeping: boolean): CallSettings {
   const { leaseOption, kind } = defaults;
   const lease = options[leaseOption];
   const leaseMs = lease === undefined ? defaults.leaseMs : positiveMs(leaseOption, lease, leaseFix(leaseOption));

@@ -1,9 +1,9 @@
-import { acquireLease, type Refused, storeKey } from "./acquire.js";
+import { acquireLease, type KeyOps, type Refused, storeKey } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError, ValidationError } from "./errors.js";
-import { subjectOf } from "./events.js";
+import { type Subject, subjectOf } from "./events.js";
 import { keepLease } from "./keeper.js";
-import { LeaseHandle, type SemaphoreLease } from "./lease.js";
+import { type LeaseBackend, LeaseHandle, type SemaphoreLease } from "./lease.js";
 import {
   type CallOptions,
   type CallSettings,
@@ -15,6 +15,7 @@ import {
   resolveDefaults,
   type WaitOptions,
 } from "./options.js";
+import type { AcquireReply, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
 import { bounded, isCount, isFigures } from "./store-call.js";
 import { id as checkId, integerAtLeast, knownOptions, optionsObject } from "./validate.js";
 
@@ -135,7 +136,7 @@ class SemaphoreLeaseHandle extends LeaseHandle implements SemaphoreLease {
     leaseMs: number,
     sentAt: number,
     waitedMs: number,
-    backend: ConstructorParameters<typeof LeaseHandle>[5],
+    backend: LeaseBackend,
     readonly limit: number,
     readonly weight: number,
   ) {
@@ -189,6 +190,11 @@ class DistributedSemaphore implements Semaphore {
   /** Validates everything about a call before any slot is taken. */
   #prepare(id: string, options: SemaphoreRunOptions | undefined, keeping: boolean): PreparedCall {
     checkId(id);
+    if (options === undefined) {
+      // No per-call options: the defaults, resolved once.
+      const settings = keeping ? this.#defaults.plain.run : this.#defaults.plain.acquire;
+      return { id, key: storeKey(this.#defaults.prefix, id), settings, limit: this.#limitFor(id), weight: 1 };
+    }
     const given = optionsObject(options, keeping ? "run" : "acquire");
     knownOptions(given, keeping ? RUN_OPTIONS : ACQUIRE_OPTIONS, `semaphore ${keeping ? "run" : "acquire"}`);
     const settings: CallSettings = resolveCall(this.#defaults, given, keeping);
@@ -219,36 +225,72 @@ class DistributedSemaphore implements Semaphore {
   }
 
   async #take(call: PreparedCall): Promise<SemaphoreLeaseHandle | Refused> {
-    const { id, key, settings, limit, weight } = call;
-    const subject = subjectOf("semaphore", id);
-    const outcome = await acquireLease(this.#defaults.source, settings, {
-      kind: "semaphore",
-      subject,
-      permits: { limit, weight },
-      key,
-      take: (store, token, queue) => store.semaphoreAcquire(key, token, limit, weight, settings.leaseMs, queue),
-      leave: (store, token) => store.semaphoreLeave(key, token),
-      refresh: (store, tokens, claimMs) => store.semaphoreRefreshWaiters(key, tokens, claimMs),
-    });
+    const ops = new SemaphoreOps(call.id, call.key, call.limit, call.weight, call.settings.leaseMs);
+    const outcome = await acquireLease(this.#defaults.source, call.settings, ops);
     if (!outcome.acquired) return outcome;
-    const { store, token, sentAt, waitedMs } = outcome;
+    ops.store = outcome.store;
     return new SemaphoreLeaseHandle(
-      id,
-      token,
-      settings.leaseMs,
-      sentAt,
-      waitedMs,
-      {
-        store,
-        extend: (t, ms) => store.semaphoreExtend(key, t, ms),
-        release: (t) => store.semaphoreRelease(key, t, weight),
-        lost: () => new SemaphoreLeaseLostError(id, limit),
-        subject,
-        weight,
-      },
-      limit,
-      weight,
+      call.id,
+      outcome.token,
+      call.settings.leaseMs,
+      outcome.sentAt,
+      outcome.waitedMs,
+      ops,
+      call.limit,
+      call.weight,
     );
+  }
+}
+
+/**
+ * The store calls of one acquisition, and then of its lease: one object with
+ * methods rather than a closure per call, since a request makes one of these.
+ */
+class SemaphoreOps implements KeyOps, LeaseBackend {
+  readonly kind = "semaphore";
+  /** Set once acquired: the store the lease lives in. */
+  store!: Store;
+  #subject: Subject | undefined;
+
+  constructor(
+    readonly id: string,
+    readonly key: string,
+    readonly limit: number,
+    readonly weight: number,
+    readonly leaseMs: number,
+  ) {}
+
+  get subject(): Subject {
+    this.#subject ??= subjectOf("semaphore", this.id);
+    return this.#subject;
+  }
+
+  get permits(): { limit: number; weight: number } {
+    return { limit: this.limit, weight: this.weight };
+  }
+
+  take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply> {
+    return store.semaphoreAcquire(this.key, token, this.limit, this.weight, this.leaseMs, queue);
+  }
+
+  leave(store: Store, token: string): Promise<void> {
+    return store.semaphoreLeave(this.key, token);
+  }
+
+  refresh(store: Store, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
+    return store.semaphoreRefreshWaiters(this.key, tokens, claimMs);
+  }
+
+  extend(token: string, ms: number): Promise<boolean> {
+    return this.store.semaphoreExtend(this.key, token, ms);
+  }
+
+  release(token: string): Promise<boolean> {
+    return this.store.semaphoreRelease(this.key, token, this.weight);
+  }
+
+  lost(): SemaphoreLeaseLostError {
+    return new SemaphoreLeaseLostError(this.id, this.limit);
   }
 }
 

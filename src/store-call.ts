@@ -1,7 +1,7 @@
 import { LeaseholdError, StoreUnavailableError } from "./errors.js";
 import { channels, type StoreErrorEvent, type Subject } from "./events.js";
 import { isMemoryStore } from "./store/memory.js";
-import type { AcquireReply, LockStats, SemaphoreFigures, Store } from "./store/types.js";
+import type { AcquireReply, LockStats, QueueOptions, SemaphoreFigures, Store } from "./store/types.js";
 
 /** Default bound for stores that do not name their own (a custom store). */
 const DEFAULT_TIMEOUT_MS = 2000;
@@ -13,58 +13,87 @@ function timeoutOf(store: Store): number | undefined {
   return typeof own === "number" && own > 0 ? own : DEFAULT_TIMEOUT_MS;
 }
 
+/** A store failure as the one error type callers see, published on its channel. */
+function storeFailure(
+  store: Store,
+  operation: string,
+  message: string,
+  cause?: unknown,
+  subject?: Subject,
+): StoreUnavailableError {
+  const error = new StoreUnavailableError(message, cause, store.kind);
+  if (channels.storeError.hasSubscribers) {
+    channels.storeError.publish({ store: store.kind, operation, error, ...subject } satisfies StoreErrorEvent);
+  }
+  return error;
+}
+
+function failed(store: Store, operation: string, error: unknown, subject?: Subject): Error {
+  if (error instanceof LeaseholdError) return error;
+  const reason = error instanceof Error ? error.message : String(error);
+  return storeFailure(store, operation, `the ${store.kind} store failed ${operation}: ${reason}`, error, subject);
+}
+
+function checked<T>(store: Store, operation: string, reply: T, valid: (reply: unknown) => boolean, subject?: Subject): T {
+  if (valid(reply)) return reply;
+  throw storeFailure(
+    store,
+    operation,
+    `the ${store.kind} store answered ${operation} with ${JSON.stringify(reply)}, which is not a valid reply. Is it a leasehold store?`,
+    undefined,
+    subject,
+  );
+}
+
 /**
  * Awaits one store round trip under the store's time bound, and turns every
  * failure (a refused connection, a timeout, a reply of the wrong shape) into
  * a `StoreUnavailableError`, so callers see one error type and a bounded wait.
+ * Not an async function: on the embedded store's hot path it adds one promise,
+ * not a frame and its closures.
  */
-export async function bounded<T>(
+export function bounded<T>(
   store: Store,
   operation: string,
   pending: Promise<T>,
   valid: (reply: unknown) => boolean,
   subject?: Subject,
 ): Promise<T> {
-  const fail = (message: string, cause?: unknown): StoreUnavailableError => {
-    const error = new StoreUnavailableError(message, cause, store.kind);
-    if (channels.storeError.hasSubscribers) {
-      channels.storeError.publish({ store: store.kind, operation, error, ...subject } satisfies StoreErrorEvent);
-    }
-    return error;
-  };
   const limit = timeoutOf(store);
-  let timer: NodeJS.Timeout | undefined;
-  let reply: T;
-  try {
-    if (limit === undefined) {
-      reply = await pending;
-    } else {
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () =>
-            reject(
-              fail(
-                `the ${store.kind} store did not answer ${operation} within ${limit} ms. Check that it is reachable; redisStore(client, { timeoutMs }) sets this bound.`,
-              ),
-            ),
-          limit,
-        );
-      });
-      reply = await Promise.race([pending, timeout]);
-    }
-  } catch (error) {
-    if (error instanceof LeaseholdError) throw error;
-    const reason = error instanceof Error ? error.message : String(error);
-    throw fail(`the ${store.kind} store failed ${operation}: ${reason}`, error);
-  } finally {
-    clearTimeout(timer);
-  }
-  if (!valid(reply)) {
-    throw fail(
-      `the ${store.kind} store answered ${operation} with ${JSON.stringify(reply)}, which is not a valid reply. Is it a leasehold store?`,
+  if (limit === undefined) {
+    return pending.then(
+      (reply) => checked(store, operation, reply, valid, subject),
+      (error: unknown) => {
+        throw failed(store, operation, error, subject);
+      },
     );
   }
-  return reply;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          storeFailure(
+            store,
+            operation,
+            `the ${store.kind} store did not answer ${operation} within ${limit} ms. Check that it is reachable; redisStore(client, { timeoutMs }) sets this bound.`,
+            undefined,
+            subject,
+          ),
+        ),
+      limit,
+    );
+  });
+  return Promise.race([pending, timeout]).then(
+    (reply) => {
+      clearTimeout(timer);
+      return checked(store, operation, reply, valid, subject);
+    },
+    (error: unknown) => {
+      clearTimeout(timer);
+      throw failed(store, operation, error, subject);
+    },
+  );
 }
 
 export const isFlag = (reply: unknown): boolean => typeof reply === "boolean";
@@ -101,24 +130,27 @@ export const isAcquireReply = (reply: unknown): boolean =>
  * re-sends unanswered commands after a reconnect). The lease's own expiry is
  * the backstop if the store never listens again.
  */
-export async function acquireOrCleanUp(
+export function acquireOrCleanUp(
   store: Store,
-  attempt: () => Promise<AcquireReply>,
-  release: () => Promise<unknown>,
-  subject?: Subject,
+  ops: {
+    take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply>;
+    leave(store: Store, token: string): Promise<unknown>;
+    readonly subject: Subject;
+  },
+  token: string,
+  queue?: QueueOptions,
 ): Promise<AcquireReply> {
   let pending: Promise<AcquireReply>;
   try {
-    pending = attempt();
+    pending = ops.take(store, token, queue);
   } catch (error) {
     pending = Promise.reject(error);
   }
-  try {
-    return await bounded(store, "acquire", pending, isAcquireReply, subject);
-  } catch (error) {
+  return bounded(store, "acquire", pending, isAcquireReply, ops.subject).catch((error: unknown) => {
     const ignore = (): void => {};
+    const release = () => ops.leave(store, token);
     Promise.resolve().then(release).catch(ignore);
     pending.then((reply) => (reply?.acquired === true ? release() : undefined)).catch(ignore);
     throw error;
-  }
+  });
 }

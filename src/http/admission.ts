@@ -11,7 +11,7 @@ import {
 import { channels, type HttpRejectedEvent } from "../events.js";
 import type { Lease, LeaseHandle, LockLease, SemaphoreLease } from "../lease.js";
 import { type Lock, lock } from "../lock.js";
-import { type Semaphore, semaphore } from "../semaphore.js";
+import { type Semaphore, type SemaphoreRunOptions, semaphore } from "../semaphore.js";
 import { id as checkId, integerAtLeast, knownOptions, optionalFunction, optionsObject } from "../validate.js";
 import { type Rejection, rejection } from "./problem.js";
 
@@ -440,8 +440,8 @@ export class Admission<Req> {
       };
       const running =
         this.kind === "semaphore"
-          ? (this.#primitive as Semaphore).run(id, hold as never, { limit, weight, ...this.#cancel(exchange) })
-          : (this.#primitive as Lock).run(id, hold as never, this.#cancel(exchange));
+          ? (this.#primitive as Semaphore).run(id, hold as never, this.#runOptions(limit, weight, exchange))
+          : (this.#primitive as Lock).run(id, hold as never, this.#mayWait ? { signal: exchange.clientSignal } : undefined);
       running.then(
         () => {
           if (admittedAt !== undefined) this.#observed.holds.record(performance.now() - admittedAt);
@@ -468,9 +468,18 @@ export class Admission<Req> {
     });
   }
 
-  /** A request that may wait (queue or spin) stops waiting when its client leaves. */
-  #cancel(exchange: Exchange): { signal?: AbortSignal } {
-    return this.#mayWait ? { signal: exchange.clientSignal } : {};
+  /**
+   * Per-call options only where a request differs from the primitive's
+   * defaults (a limit or weight function), plus the client's signal for a
+   * request that may wait. Most routes pass none: the engine's fastest path.
+   */
+  #runOptions(limit: number, weight: number, exchange: Exchange): SemaphoreRunOptions | undefined {
+    const perRequest = typeof this.#limit === "function" || weight !== 1;
+    if (!perRequest && !this.#mayWait) return undefined;
+    return {
+      ...(perRequest ? { limit, weight } : {}),
+      ...(this.#mayWait ? { signal: exchange.clientSignal } : {}),
+    };
   }
 
   /** The answer to a request whose lease was lost before its response started. */
