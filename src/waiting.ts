@@ -13,6 +13,11 @@ class Room {
   #backupAt = Number.POSITIVE_INFINITY;
   #refreshTimer: NodeJS.Timeout | undefined;
   #refreshing = false;
+  // Until the first refresh after subscribing has answered, announced grants are held back:
+  // grants announced before the subscription were missed and only that refresh reveals them,
+  // so waking the announced ones at once would let a later grant start before earlier ones.
+  #priming = true;
+  readonly #announced = new Set<string>();
 
   constructor(
     private readonly store: Store,
@@ -36,7 +41,7 @@ class Room {
           }
           this.#stopWatching = stop;
           // A grant announced before we listened would be missed: ask once.
-          this.refreshAll();
+          this.refreshAll(true);
         },
         () => {
           // No notifications: the backup timer and the refresh keep waiting correct, only slower.
@@ -73,35 +78,64 @@ class Room {
     this.#backup.unref();
   }
 
-  /** One call for all local waiters: keeps their leases, grants who fits, wakes the granted and the lost. */
-  refreshAll(): void {
-    if (this.#refreshing || this.#waiters.size === 0) return;
+  /**
+   * One call for all local waiters: keeps their leases, grants who fits, and
+   * wakes the granted and the lost, in the order they joined. `priming`: the
+   * first refresh after subscribing, which runs even if another is in flight
+   * and then releases the grants announced meanwhile.
+   */
+  refreshAll(priming = false): void {
+    if (this.#waiters.size === 0 || (this.#refreshing && !priming)) {
+      if (priming) this.#endPriming(new Set());
+      return;
+    }
     this.#refreshing = true;
     const tokens = [...this.#waiters.keys()];
     this.refresh(tokens)
       .then(
         ({ statuses, retryAfterMs }) => {
+          const due = new Set<string>();
           let waiting = false;
           statuses.forEach((status, i) => {
             // "gone": our waiter lease lapsed (a long stall); claiming re-joins the queue.
-            if (status !== "waiting") this.#waiters.get(tokens[i] as string)?.();
+            if (status !== "waiting") due.add(tokens[i] as string);
             else waiting = true;
           });
+          if (priming) this.#endPriming(due);
+          else this.#wake(due);
           // A grant announced before this room listened (or lost with a dropped subscription)
           // to a waiter that never claims it frees its permits when its reservation lapses:
           // the nearest lease end includes that reservation, so look again then. (1 means nothing
           // is held: waiting then has another cause, and looking again at once would spin.)
           if (waiting && retryAfterMs > 1) this.backupIn(retryAfterMs);
         },
-        () => {},
+        () => {
+          if (priming) this.#endPriming(new Set());
+        },
       )
       .finally(() => {
         this.#refreshing = false;
       });
   }
 
+  #endPriming(due: Set<string>): void {
+    this.#priming = false;
+    for (const token of this.#announced) due.add(token);
+    this.#announced.clear();
+    this.#wake(due);
+  }
+
+  /** Wakes these waiters in the order they joined. */
+  #wake(tokens: Set<string>): void {
+    for (const [token, wake] of [...this.#waiters]) if (tokens.has(token)) wake();
+  }
+
   #granted(grant: Grant): void {
-    for (const token of grant.tokens) this.#waiters.get(token)?.();
+    if (this.#priming) {
+      for (const token of grant.tokens) if (this.#waiters.has(token)) this.#announced.add(token);
+    } else {
+      for (const token of grant.tokens) this.#waiters.get(token)?.();
+    }
     // A grant to a waiter that never claims (its process died) lapses after its reservation:
     // look again then, or this room would wait for the next lease expiry.
     this.backupIn(grant.reservedMs);

@@ -201,6 +201,51 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     await lease?.release();
   });
 
+  it("grants announced while a process subscribes start their holders in queue order", async () => {
+    const { store: spied, calls, prefix } = setup();
+    const listening = gate();
+    const refreshing = gate();
+    let refreshCalls = 0;
+    let delivered = 0;
+    const store: Store = {
+      ...spied,
+      // The subscription is ready only when the test says, and then hears everything.
+      watch: async (key, onGrant) => {
+        await listening.opened;
+        return spied.watch(key, (grant) => {
+          delivered++;
+          onGrant(grant);
+        });
+      },
+      // The first refresh after subscribing waits, so an announcement can overtake it.
+      semaphoreRefreshWaiters: async (key, tokens, claimMs) => {
+        refreshCalls++;
+        await refreshing.opened;
+        return spied.semaphoreRefreshWaiters(key, tokens, claimMs);
+      },
+    };
+    const slots = semaphore({ client: store, limit: 3, prefix });
+    const blockers = await Promise.all([slots.acquire("k"), slots.acquire("k"), slots.acquire("k")]);
+    const order: number[] = [];
+    const runs: Promise<void>[] = [];
+    for (let n = 0; n < 3; n++) {
+      const before = calls.semaphoreAcquire;
+      runs.push(slots.run("k", async () => void order.push(n), { waitMs: 10_000 }));
+      await eventually(() => calls.semaphoreAcquire > before);
+    }
+    // Waiters 0 and 1 are granted before this process listens: nobody hears it.
+    await blockers[0]?.release();
+    await blockers[1]?.release();
+    listening.open();
+    await eventually(() => refreshCalls === 1);
+    // Waiter 2 is granted and announced while the refresh that reveals 0 and 1 is pending.
+    await blockers[2]?.release();
+    await eventually(() => delivered === 1);
+    refreshing.open();
+    await Promise.all(runs);
+    expect(order).toEqual([0, 1, 2]);
+  });
+
   it("locks queue in arrival order too", async () => {
     const { store, calls, prefix } = setup();
     const locks = lock({ client: store, prefix });
