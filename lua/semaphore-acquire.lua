@@ -16,33 +16,10 @@ local claim, maxQueue, channel = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
 --!include lib/clock.lua
 
 -- The common case first, before any helper is defined (defining them costs
--- each call more than its commands): nobody heavier than 1 and nobody waiting.
--- Reclaim lapsed leases, take, done.
+-- each call more than its commands). semaphore-take.lua is the same step with
+-- fewer keys, for callers that fail fast.
 if weight == 1 and redis.call('EXISTS', weights, queue) == 0 then
-  local card = redis.call('ZCARD', holders)
-  -- Lapsed leases are reclaimed only when they stand in the way: with room to
-  -- spare they cost nothing, and they are at most `limit` entries.
-  if card >= limit then
-    redis.call('ZREMRANGEBYSCORE', holders, '-inf', now)
-    card = redis.call('ZCARD', holders)
-  end
-  -- ZADD refreshes a token already holding (a re-sent acquire) in place, so it
-  -- is never counted twice; only a full set needs to ask whether it is ours.
-  if card < limit or redis.call('ZSCORE', holders, token) then
-    redis.call('ZADD', holders, now + lease, token)
-    -- The key lives until its latest lease ends. A new key gets its first TTL;
-    -- GT only ever raises an existing one (leases of other lengths keep theirs).
-    if card == 0 then
-      redis.call('PEXPIRE', holders, lease + 1)
-    else
-      redis.call('PEXPIRE', holders, lease + 1, 'GT')
-    end
-    return {1, 0}
-  end
-  if claim == 0 then
-    local nearest = redis.call('ZRANGE', holders, 0, 0, 'WITHSCORES')
-    return {0, math.max(1, tonumber(nearest[2]) - now)}
-  end
+--!include lib/take-one.lua
 end
 
 --!include lib/holders.lua
