@@ -250,28 +250,28 @@ async function httpOverhead(): Promise<void> {
   const bars: Scenario["bars"] = [];
   const targets: Target[] = [];
   for (const framework of ["express", "hono", "nestjs"]) {
-    // Every variant runs at once (idle until driven), and the rounds interleave them: a slow
-    // moment of this shared machine then costs every variant alike, and the median drops it.
+    // Every variant runs at once, in one server process (idle until driven), and the rounds
+    // interleave them: a slow moment of this shared machine then costs every variant alike,
+    // and the median drops it.
     const modes = ["none", "async", "memory", "redis", "rejecting"];
-    const servers: Record<string, { port: number; child: ReturnType<typeof spawn> }> = {};
-    for (const mode of modes) {
-      const port = await freePort();
-      const child = spawn(process.execPath, ["--import", "tsx", "bench/http-server.ts"], {
-        env: { ...process.env, FRAMEWORK: framework, MODE: mode, PORT: String(port), REDIS_URL: server.url },
-        stdio: ["ignore", "pipe", "inherit"],
-      });
-      await new Promise<void>((resolve) => child.stdout?.on("data", (data) => String(data).includes("listening") && resolve()));
-      await autocannon({ url: `http://127.0.0.1:${port}/`, connections: 64, duration: 0.5 }); // warm-up
-      servers[mode] = { port, child };
+    const ports: number[] = [];
+    for (const _ of modes) ports.push(await freePort());
+    const child = spawn(process.execPath, ["--import", "tsx", "bench/http-server.ts"], {
+      env: { ...process.env, FRAMEWORK: framework, MODES: modes.join(","), PORTS: ports.join(","), REDIS_URL: server.url },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    await new Promise<void>((resolve) => child.stdout?.on("data", (data) => String(data).includes("listening") && resolve()));
+    const urls = Object.fromEntries(modes.map((mode, i) => [mode, `http://127.0.0.1:${ports[i]}/`]));
+    for (const url of Object.values(urls)) {
+      await autocannon({ url, connections: 64, duration: ms(0.5, 0.3) }); // warm-up
     }
     const runs: Record<string, autocannon.Result[]> = Object.fromEntries(modes.map((mode) => [mode, []]));
     for (let round = 0; round < rounds; round++) {
       for (const mode of modes) {
-        const url = `http://127.0.0.1:${servers[mode]?.port}/`;
-        runs[mode]?.push(await autocannon({ url, connections: 64, duration: ms(1.5, 1) }));
+        runs[mode]?.push(await autocannon({ url: urls[mode] as string, connections: 64, duration: ms(1.5, 0.75) }));
       }
     }
-    for (const { child } of Object.values(servers)) child.kill();
+    child.kill();
     const results: Record<string, autocannon.Result> = {};
     for (const mode of modes) {
       const sorted = [...(runs[mode] ?? [])].sort((a, b) => a.requests.average - b.requests.average);
@@ -464,8 +464,10 @@ async function scale(): Promise<void> {
 const started = performance.now();
 for (const step of [redisCycles, contended, commandsPerRequest, httpOverhead, inProcess, scale]) {
   if (only !== undefined && !only.includes(step.name)) continue;
-  process.stdout.write(`running ${step.name}...\n`);
+  process.stdout.write(`running ${step.name}...`);
+  const stepStarted = performance.now();
   await step();
+  process.stdout.write(` ${Math.round((performance.now() - stepStarted) / 1000)} s\n`);
 }
 redis.disconnect();
 admin.disconnect();
