@@ -61,7 +61,8 @@ export function bounded<T>(
 ): Promise<T> {
   const limit = timeoutOf(store);
   if (limit === undefined) {
-    return pending.then(
+    // Promise.resolve is the promise itself when it is one; a store that answers a plain value still works.
+    return Promise.resolve(pending).then(
       (reply) => checked(store, operation, reply, valid, subject),
       (error: unknown) => {
         throw failed(store, operation, error, subject);
@@ -150,7 +151,9 @@ export function acquireOrCleanUp(
     const ignore = (): void => {};
     const release = () => ops.leave(store, token);
     Promise.resolve().then(release).catch(ignore);
-    pending.then((reply) => (reply?.acquired === true ? release() : undefined)).catch(ignore);
+    Promise.resolve(pending)
+      .then((reply) => (reply?.acquired === true ? release() : undefined))
+      .catch(ignore);
     throw error;
   });
 }
