@@ -3,7 +3,8 @@
 -- Delete a lock if the token still holds it (an expired holder must never delete
 -- its successor's lock), then hand it to the head waiter.
 -- KEYS as lock-acquire.lua.  ARGV[1] token  ARGV[2] channel announcing grants
--- Returns 1 when released, 0 when the lock had already moved on.
+-- Returns 1 when released, 0 when the lock had already moved on; {that,
+-- announcement} when the release handed the lock to a waiter.
 local lock, queue, info, expiry, tickets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local token, channel = ARGV[1], ARGV[2]
 
@@ -20,7 +21,10 @@ end
 --!include lib/grant-lock.lua
 
 queue_prune(now)
-grant(now, channel)
+local announced = grant(now, channel)
 queue_expire(now)
-if ours then return 1 end
-return 0
+local released = 0
+if ours then released = 1 end
+-- The grant's announcement goes to the releasing process too (see semaphore-release.lua).
+if announced then return {released, announced} end
+return released

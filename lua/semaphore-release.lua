@@ -4,7 +4,8 @@
 -- KEYS as semaphore-acquire.lua.  ARGV[1] token  ARGV[2] channel announcing grants
 -- ARGV[3] the lease's weight, when the caller knows it (1 spares the weights lookup)
 -- Returns 1 when the lease was live, 0 when it was gone or had lapsed (its
--- entry, if still present, is removed either way).
+-- entry, if still present, is removed either way); {that, announcement} when
+-- the release granted waiters.
 local holders, weights, queue, info, expiry, tickets, limits = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local token, channel, weight = ARGV[1], ARGV[2], tonumber(ARGV[3])
 --!include lib/clock.lua
@@ -25,14 +26,19 @@ end
 --!include lib/grant-semaphore.lua
 
 local score = holders_remove(token)
+local announced = nil
 if redis.call('EXISTS', queue) == 1 then
   holders_prune(now)
   queue_prune(now)
-  grant(now, tonumber(redis.call('GET', limits)), channel)
+  announced = grant(now, tonumber(redis.call('GET', limits)), channel)
   queue_expire(now, limits)
   holders_expire(now)
 elseif redis.call('EXISTS', holders) == 0 then
   redis.call('DEL', weights)
 end
-if not score or score <= now then return 0 end
-return 1
+local live = 1
+if not score or score <= now then live = 0 end
+-- The grant's announcement goes to the releasing process too, in the reply:
+-- a waiter of its own need not wait for pub/sub to deliver it.
+if announced then return {live, announced} end
+return live

@@ -59,7 +59,7 @@ describe("redis store", () => {
     const slots = semaphore(redis, { limit: 1, prefix: uniquePrefix() });
     const first = await slots.acquire("k");
     await first?.release();
-    expect(await redis.script("EXISTS", scripts.semaphoreAcquire.sha)).toEqual([1]);
+    expect(await redis.script("EXISTS", scripts.semaphoreTake.sha)).toEqual([1]);
     await redis.script("FLUSH");
     const second = await slots.acquire("k");
     expect(second).not.toBeNull();
@@ -117,6 +117,56 @@ describe("redis store", () => {
     expect(await redis.exists(`{${prefix}:k}:w`)).toBe(1);
     await light?.release();
     expect(await redis.keys(`*${prefix}*`)).toEqual([]);
+  });
+
+  it("a release hands its grant to its own process's waiters in its reply, without waiting for pub/sub", async () => {
+    const redis = newRedis();
+    // A subscriber that subscribes but never delivers a message: pub/sub stays silent.
+    const deaf = Object.assign(Object.create(redis), {
+      duplicate: () => {
+        const subscriber = redis.duplicate();
+        const on = subscriber.on.bind(subscriber);
+        return Object.assign(subscriber, {
+          on: (event: string, listener: (...args: unknown[]) => void) => (event === "message" ? subscriber : on(event, listener)),
+        });
+      },
+    });
+    // A long waiter lease: its periodic refresh (a third of it) cannot wake anyone within this test.
+    const inner = redisStore(deaf, { waiterLeaseMs: 60_000 });
+    // Counts refreshes that have answered: the first one, right after subscribing, ends the room's set-up.
+    let refreshed = 0;
+    const store = new Proxy(inner, {
+      get(target, property) {
+        const value = Reflect.get(target, property, target);
+        if (typeof value !== "function") return value;
+        if (property !== "semaphoreRefreshWaiters" && property !== "lockRefreshWaiters") return value.bind(target);
+        return async (...args: unknown[]) => {
+          const answer = await value.apply(target, args);
+          refreshed++;
+          return answer;
+        };
+      },
+    });
+    const prefix = uniquePrefix();
+    for (const [name, primitive] of [
+      ["semaphore", semaphore({ client: store, limit: 1, prefix })],
+      ["lock", lock({ client: store, prefix })],
+    ] as const) {
+      const holder = await primitive.acquire(name);
+      const before = refreshed;
+      const waiting = primitive.acquire(name, { waitMs: 5_000 });
+      // The waiter has joined, its room has subscribed and its first refresh has answered "waiting":
+      // from here only the release can wake it in time.
+      await eventually(() => refreshed > before);
+      const released = performance.now();
+      await holder?.release();
+      const lease = await waiting;
+      expect(lease).not.toBeNull();
+      // Well inside waitMs: woken by the release's reply, not by a timer.
+      expect(performance.now() - released).toBeLessThan(2_500);
+      await lease?.release();
+    }
+    redis.disconnect();
   });
 
   it("an unreachable Redis rejects with StoreUnavailableError within the bound, never the client's offline retry", async () => {

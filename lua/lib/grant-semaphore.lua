@@ -3,7 +3,9 @@
 -- waiter holds its permits for its claim window until its process claims
 -- them with a full lease, so a dead waiter wastes them only briefly.
 -- Announces "<shortest claim window ms> <token> <token>..." on the channel, so
--- other processes know when an unclaimed grant could lapse. Needs holders.lua and queue.lua.
+-- other processes know when an unclaimed grant could lapse, and returns that
+-- announcement (nil when nothing was granted), so a release can also hand it
+-- to its own process. Needs holders.lua and queue.lua.
 local function grant(now, limit, channel)
   if not limit then return end
   local used = holders_used()
@@ -20,5 +22,8 @@ local function grant(now, limit, channel)
     granted[#granted + 1] = head
     if not reserved or claim < reserved then reserved = claim end
   end
-  if #granted > 0 then redis.call('PUBLISH', channel, reserved .. ' ' .. table.concat(granted, ' ')) end
+  if #granted == 0 then return nil end
+  local announcement = reserved .. ' ' .. table.concat(granted, ' ')
+  redis.call('PUBLISH', channel, announcement)
+  return announcement
 end

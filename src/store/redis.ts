@@ -160,7 +160,11 @@ class RedisLeaseStore implements RedisStore {
 
   async semaphoreRelease(key: string, token: string, weight?: number): Promise<boolean> {
     const script = scripts.semaphoreRelease;
-    return flag(await runScript(this.client, script, semaphoreKeys(key), [token, channelOf(key), weight ?? 0]), script);
+    return this.#released(
+      await runScript(this.client, script, semaphoreKeys(key), [token, channelOf(key), weight ?? 0]),
+      key,
+      script,
+    );
   }
 
   async semaphoreCount(key: string): Promise<number> {
@@ -214,7 +218,7 @@ class RedisLeaseStore implements RedisStore {
 
   async lockRelease(key: string, token: string): Promise<boolean> {
     const script = scripts.lockRelease;
-    return flag(await runScript(this.client, script, lockKeys(key), [token, channelOf(key)]), script);
+    return this.#released(await runScript(this.client, script, lockKeys(key), [token, channelOf(key)]), key, script);
   }
 
   async lockLeave(key: string, token: string): Promise<void> {
@@ -270,15 +274,33 @@ class RedisLeaseStore implements RedisStore {
     subscriber.on("error", () => {
       // Connection trouble shows up as failed calls on the main client; timers back waiting up.
     });
-    subscriber.on("message", (channel, message) => {
-      const entry = this.#channels.get(channel);
-      if (entry === undefined) return;
-      const [reserved, ...tokens] = message.split(" ");
-      const grant = { tokens, reservedMs: Number(reserved) || this.waiterLeaseMs };
-      for (const listener of entry.listeners) listener(grant);
-    });
+    subscriber.on("message", (channel, message) => this.#deliver(channel, message));
     this.#subscriber = subscriber;
     return subscriber;
+  }
+
+  /** Hands a grant announcement ("<reserved ms> <token>...") to this process's waiters on its channel. */
+  #deliver(channel: string, message: string): void {
+    const entry = this.#channels.get(channel);
+    if (entry === undefined) return;
+    const [reserved, ...tokens] = message.split(" ");
+    const grant = { tokens, reservedMs: Number(reserved) || this.waiterLeaseMs };
+    for (const listener of entry.listeners) listener(grant);
+  }
+
+  /**
+   * A release's reply: its flag, and the announcement of the waiters it
+   * granted, if any. This process's own waiters hear it now rather than after
+   * the pub/sub round (a duplicate from pub/sub is harmless: waking is idempotent).
+   */
+  #released(reply: unknown, key: string, script: Script): boolean {
+    if (Array.isArray(reply) && reply.length === 2 && typeof reply[1] === "string") {
+      const announcement = reply[1];
+      // Never call back into the engine from inside a store call.
+      queueMicrotask(() => this.#deliver(channelOf(key), announcement));
+      return flag(reply[0], script);
+    }
+    return flag(reply, script);
   }
 
   #closeWhenIdle(): void {
