@@ -107,6 +107,24 @@ describe("redis store", () => {
     await eventually(async () => (await redis.keys(`*${prefix}*`)).length === 0);
   });
 
+  it("the fail-fast path keeps the key alive for its latest lease: a shorter lease never lowers the TTL", async () => {
+    const redis = newRedis();
+    const prefix = uniquePrefix();
+    const slots = semaphore(redis, { limit: 5, prefix });
+    const holders = `{${prefix}:k}`;
+    await slots.acquire("k", { leaseMs: 5_000 });
+    const first = await redis.pttl(holders);
+    expect(first).toBeGreaterThan(4_000);
+    expect(first).toBeLessThanOrEqual(5_001);
+    await slots.acquire("k", { leaseMs: 200 });
+    expect(await redis.pttl(holders)).toBeGreaterThan(4_000);
+    await slots.acquire("k", { leaseMs: 20_000 });
+    expect(await redis.pttl(holders)).toBeGreaterThan(19_000);
+    // Only the three-key script ran: no waiting-room or weights key was ever made.
+    expect((await redis.keys(`*${prefix}*`)).sort()).toEqual([holders]);
+    await redis.del(holders);
+  });
+
   it("release of the last holder deletes the keys at once", async () => {
     const redis = newRedis();
     const prefix = uniquePrefix();
