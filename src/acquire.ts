@@ -2,7 +2,7 @@ import { randomFillSync } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { StoreSource } from "./client.js";
 import type { NotAcquiredReason } from "./errors.js";
-import { type AcquiredEvent, channels, type RejectedEvent, type Subject } from "./events.js";
+import { type AcquiredEvent, channels, type RejectedEvent, type Subject, subjectOf } from "./events.js";
 import type { CallSettings } from "./options.js";
 import type { AcquireReply, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
 import { acquireOrCleanUp } from "./store-call.js";
@@ -57,6 +57,30 @@ export interface KeyOps {
   /** Leave the queue and return anything held: the clean-up for an unknown outcome or a wait given up. */
   leave(store: Store, token: string): Promise<void>;
   refresh(store: Store, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh>;
+}
+
+/**
+ * What the store calls of one acquisition share, whatever the primitive: who
+ * they are for (the event subject, made on first use) and, once acquired,
+ * the store the lease lives in. One object per call, with methods, rather
+ * than a closure per operation.
+ */
+export abstract class KeyCalls {
+  /** Set once acquired. */
+  store!: Store;
+  #subject: Subject | undefined;
+
+  constructor(
+    readonly kind: "semaphore" | "lock",
+    readonly id: string,
+    readonly key: string,
+    readonly leaseMs: number,
+  ) {}
+
+  get subject(): Subject {
+    this.#subject ??= subjectOf(this.kind, this.id);
+    return this.#subject;
+  }
 }
 
 /**

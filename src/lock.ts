@@ -1,4 +1,4 @@
-import { acquireLease, type KeyOps, type Refused, storeKey } from "./acquire.js";
+import { acquireLease, KeyCalls, type KeyOps, type Refused, storeKey } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { LockLeaseLostError, LockNotAcquiredError, ValidationError } from "./errors.js";
 import { type Subject, subjectOf } from "./events.js";
@@ -133,22 +133,11 @@ class DistributedLock implements Lock {
 }
 
 /** The store calls of one acquisition and then of its lease (see SemaphoreOps). */
-class LockOps implements KeyOps, LeaseBackend {
-  readonly kind = "lock";
+class LockOps extends KeyCalls implements KeyOps, LeaseBackend {
   readonly weight = 1;
-  /** Set once acquired: the store the lease lives in. */
-  store!: Store;
-  #subject: Subject | undefined;
 
-  constructor(
-    readonly id: string,
-    readonly key: string,
-    readonly leaseMs: number,
-  ) {}
-
-  get subject(): Subject {
-    this.#subject ??= subjectOf("lock", this.id);
-    return this.#subject;
+  constructor(id: string, key: string, leaseMs: number) {
+    super("lock", id, key, leaseMs);
   }
 
   take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply> {

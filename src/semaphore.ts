@@ -1,4 +1,4 @@
-import { acquireLease, type KeyOps, type Refused, storeKey } from "./acquire.js";
+import { acquireLease, KeyCalls, type KeyOps, type Refused, storeKey } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError, ValidationError } from "./errors.js";
 import { type Subject, subjectOf } from "./events.js";
@@ -246,23 +246,15 @@ class DistributedSemaphore implements Semaphore {
  * The store calls of one acquisition, and then of its lease: one object with
  * methods rather than a closure per call, since a request makes one of these.
  */
-class SemaphoreOps implements KeyOps, LeaseBackend {
-  readonly kind = "semaphore";
-  /** Set once acquired: the store the lease lives in. */
-  store!: Store;
-  #subject: Subject | undefined;
-
+class SemaphoreOps extends KeyCalls implements KeyOps, LeaseBackend {
   constructor(
-    readonly id: string,
-    readonly key: string,
+    id: string,
+    key: string,
     readonly limit: number,
     readonly weight: number,
-    readonly leaseMs: number,
-  ) {}
-
-  get subject(): Subject {
-    this.#subject ??= subjectOf("semaphore", this.id);
-    return this.#subject;
+    leaseMs: number,
+  ) {
+    super("semaphore", id, key, leaseMs);
   }
 
   get permits(): { limit: number; weight: number } {
