@@ -10,7 +10,7 @@ import {
   type SemaphoreAdmissionOptions,
 } from "../../src/http/admission.js";
 import { watchNodeResponse } from "../../src/http/node-response.js";
-import type { Rejection } from "../../src/http/problem.js";
+import { type Rejection, withoutStackTrace } from "../../src/http/problem.js";
 import type { LockLease, SemaphoreLease } from "../../src/lease.js";
 
 /**
@@ -30,15 +30,7 @@ export class LeaseRejectedException extends HTTPException {
   readonly rejection: Rejection;
 
   constructor(rejection: Rejection) {
-    // A refusal is an answer, not a bug: a stack trace would only point into this
-    // middleware, and capturing one is a large share of what refusing costs.
-    const stackTraceLimit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
-    try {
-      super(rejection.status as HTTPException["status"], { message: rejection.problem.detail, cause: rejection.error });
-    } finally {
-      Error.stackTraceLimit = stackTraceLimit;
-    }
+    super(rejection.status as HTTPException["status"], { message: rejection.problem.detail, cause: rejection.error });
     this.name = "LeaseRejectedException";
     this.rejection = rejection;
   }
@@ -131,7 +123,7 @@ function middleware(admission: Admission<Context>, options: { onRejected?: unkno
     const outcome = await admission.admit(c, exchange);
     if (outcome.type === "rejected") {
       if (onRejected !== undefined) return onRejected(c, outcome.rejection);
-      throw new LeaseRejectedException(outcome.rejection);
+      throw withoutStackTrace(() => new LeaseRejectedException(outcome.rejection));
     }
     if (outcome.type === "abandoned") return new Response(null, { status: 499 });
     if (outcome.type === "passed") {

@@ -25,7 +25,7 @@ import {
   type SemaphoreAdmissionOptions,
 } from "../../src/http/admission.js";
 import { watchNodeResponse } from "../../src/http/node-response.js";
-import type { Rejection } from "../../src/http/problem.js";
+import { type Rejection, withoutStackTrace } from "../../src/http/problem.js";
 import type { LockLease, SemaphoreLease } from "../../src/lease.js";
 import { memoryStore } from "../../src/store/memory.js";
 
@@ -99,15 +99,7 @@ export class LeaseRejectedException extends HttpException {
   readonly rejection: Rejection;
 
   constructor(rejection: Rejection) {
-    // A refusal is an answer, not a bug: a stack trace would only point into the
-    // guard, and capturing one is a large share of what refusing costs.
-    const stackTraceLimit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
-    try {
-      super(rejection.problem, rejection.status, { cause: rejection.error, description: rejection.problem.title });
-    } finally {
-      Error.stackTraceLimit = stackTraceLimit;
-    }
+    super(rejection.problem, rejection.status, { cause: rejection.error, description: rejection.problem.title });
     this.rejection = rejection;
   }
 }
@@ -167,7 +159,7 @@ export class LeaseholdGuard implements CanActivate {
         const { rejection } = outcome;
         const adapter = this.adapterHost.httpAdapter;
         for (const [name, value] of Object.entries(rejection.headers)) adapter.setHeader(response, name, value);
-        throw route.options.onRejected?.(rejection, request) ?? new LeaseRejectedException(rejection);
+        throw route.options.onRejected?.(rejection, request) ?? withoutStackTrace(() => new LeaseRejectedException(rejection));
       }
     }
   }

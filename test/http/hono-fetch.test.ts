@@ -1,4 +1,6 @@
+import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
+import { semaphore as honoSemaphore, LeaseRejectedException } from "../../integrations/hono/index.js";
 import { memoryStore, semaphore } from "../../src/index.js";
 import { eventually } from "../support/stores.js";
 import { Control } from "./harness.js";
@@ -48,5 +50,23 @@ describe("Hono adapter without a Node response (fetch runtimes)", () => {
     const res = await pending;
     expect(await res.json()).toEqual({ key: "work:a", limit: 2 });
     await eventually(async () => (await count("work:a")) === 0);
+  });
+
+  it("a refusal is an answer: its exception carries no stack trace, and getResponse() is the problem response", async () => {
+    const store = memoryStore();
+    await semaphore({ client: store, limit: 1 }).acquire("busy");
+    const thrown: unknown[] = [];
+    const app = new Hono();
+    app.get("/", honoSemaphore("busy", 1, { client: store }), (c) => c.text("in"));
+    app.onError((error) => {
+      thrown.push(error);
+      return (error as LeaseRejectedException).getResponse();
+    });
+    const res = await app.request("/");
+    expect(res.status).toBe(503);
+    expect(res.headers.get("content-type")).toBe("application/problem+json");
+    expect(((await res.json()) as { type: string }).type).toBe("urn:leasehold:problem:semaphore-full");
+    expect(thrown[0]).toBeInstanceOf(LeaseRejectedException);
+    expect((thrown[0] as Error).stack).not.toMatch(/\n\s+at /);
   });
 });
