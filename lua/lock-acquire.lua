@@ -8,21 +8,22 @@
 -- Returns {1, 0} when the token holds the lock, {2, ms} when it waits, {0, ms}
 -- when refused, {3, ms} when the queue is full; ms until the lock expires.
 local lock, queue, info, expiry, tickets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local token, ttl, claim, maxQueue, channel = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+local token, ttl, claim, maxQueue, channel = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+--!include lib/clock.lua
 
 -- The common case first, before any helper is defined: nobody waiting.
 if redis.call('EXISTS', queue) == 0 then
-  -- SET NX PX: the lock is free (or lapsed) and now ours, expiring on the server's clock.
-  if redis.call('SET', lock, token, 'NX', 'PX', ttl) then return {1, 0} end
+  -- SET NX PXAT: the lock is free (or lapsed) and now ours, expiring on the server's clock.
+  if redis.call('SET', lock, token, 'NX', 'PXAT', now + ttl) then return {1, 0} end
   -- A re-sent acquire (ioredis replays unanswered commands after a reconnect) finds its own token.
   if redis.call('GET', lock) == token then
-    redis.call('PEXPIRE', lock, ttl)
+    redis.call('PEXPIREAT', lock, now + ttl)
     return {1, 0}
   end
-  if claim == 0 then return {0, math.max(1, redis.call('PTTL', lock))} end
+  if claim == 0 then return {0, math.max(1, redis.call('PEXPIRETIME', lock) - now)} end
 end
 
---!include lib/clock.lua
+local limits = nil
 --!include lib/queue.lua
 --!include lib/grant-lock.lua
 
@@ -33,21 +34,25 @@ if waiting then
   waiting = redis.call('EXISTS', queue) == 1
 end
 
--- A re-sent acquire (ioredis replays unanswered commands after a reconnect), or
--- a waiter claiming its grant, finds its own token: refresh instead of failing.
+local reply
 if redis.call('GET', lock) == token then
-  redis.call('PEXPIRE', lock, ttl)
-  return {1, 0}
-end
-if waiting and redis.call('ZSCORE', queue, token) then
+  -- A re-sent acquire, or a waiter claiming its grant: refresh instead of failing.
+  redis.call('PEXPIREAT', lock, now + ttl)
+  reply = {1, 0}
+elseif waiting and redis.call('ZSCORE', queue, token) then
   redis.call('ZADD', expiry, now + claim, token)
-  queue_expire(now)
-  return {2, math.max(1, redis.call('PTTL', lock))}
+  reply = {2, 0}
+elseif not waiting and redis.call('SET', lock, token, 'NX', 'PXAT', now + ttl) then
+  -- A newcomer never jumps a non-empty queue.
+  reply = {1, 0}
+elseif claim == 0 then
+  reply = {0, 0}
+elseif maxQueue > 0 and redis.call('ZCARD', queue) >= maxQueue then
+  reply = {3, 0}
+else
+  queue_join(token, 1, 1, claim, now)
+  reply = {2, 0}
 end
--- SET NX PX: a newcomer never jumps a non-empty queue.
-if not waiting and redis.call('SET', lock, token, 'NX', 'PX', ttl) then return {1, 0} end
-if claim == 0 then return {0, math.max(1, redis.call('PTTL', lock))} end
-if maxQueue > 0 and redis.call('ZCARD', queue) >= maxQueue then return {3, math.max(1, redis.call('PTTL', lock))} end
-queue_join(token, 1, ttl, claim, now)
 queue_expire(now)
-return {2, math.max(1, redis.call('PTTL', lock))}
+if reply[1] ~= 1 then reply[2] = math.max(1, redis.call('PEXPIRETIME', lock) - now) end
+return reply

@@ -4,5 +4,6 @@
 -- KEYS[1] lock key  ARGV[1] token  ARGV[2] ttl ms
 -- Returns 1 when extended, 0 when the lock expired or belongs to someone else.
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+--!include lib/clock.lua
+redis.call('PEXPIREAT', KEYS[1], now + tonumber(ARGV[2]))
 return 1

@@ -5,12 +5,14 @@
 -- then the ms until the lock's lease ends (a grant's reservation included).
 local lock, queue, info, expiry, tickets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local claim, channel = tonumber(ARGV[1]), ARGV[2]
+local limits = nil
 --!include lib/clock.lua
 --!include lib/queue.lua
 --!include lib/grant-lock.lua
 
-for i = 3, #ARGV do redis.call('ZADD', expiry, 'XX', now + claim, ARGV[i]) end
+-- A waiter whose lease lapsed is gone, even if its process is back: it rejoins at the back.
 queue_prune(now)
+queue_refresh(ARGV, 3, claim, now)
 grant(now, channel)
 queue_expire(now)
 local holder = redis.call('GET', lock)
@@ -24,5 +26,5 @@ for i = 3, #ARGV do
     statuses[#statuses + 1] = 0
   end
 end
-statuses[#statuses + 1] = math.max(1, redis.call('PTTL', lock))
+statuses[#statuses + 1] = math.max(1, redis.call('PEXPIRETIME', lock) - now)
 return statuses

@@ -16,6 +16,7 @@ if redis.call('EXISTS', queue) == 0 then
   return 0
 end
 
+local limits = nil
 --!include lib/clock.lua
 --!include lib/queue.lua
 --!include lib/grant-lock.lua

@@ -2,8 +2,7 @@
 -- A shebang without allow-oom: at maxmemory with noeviction, taking a new lease is refused up front (OOM).
 -- Take permits of a semaphore, or join its waiting room, or say how long until one frees.
 -- KEYS[1] holders  KEYS[2] weights  (see lib/holders.lua)
--- KEYS[3] queue  KEYS[4] info  KEYS[5] expiry  KEYS[6] tickets  (see lib/queue.lua)
--- KEYS[7] limit: the limit the waiters were queued under, for grants made by release
+-- KEYS[3] queue  KEYS[4] info  KEYS[5] expiry  KEYS[6] tickets  KEYS[7] limits  (see lib/queue.lua)
 -- ARGV[1] token  ARGV[2] limit  ARGV[3] weight  ARGV[4] lease ms
 -- ARGV[5] claim ms: the waiter lease; 0 fails fast instead of queueing
 -- ARGV[6] max queue length, 0 for none  ARGV[7] channel announcing grants
@@ -30,34 +29,36 @@ holders_prune(now)
 local waiting = redis.call('EXISTS', queue) == 1
 if waiting then
   queue_prune(now)
-  grant(now, limit, channel)
+  -- This caller's limit is now the id's limit as the store knows it, for the grants below.
+  redis.call('SET', limits, limit)
+  grant(now, channel)
   waiting = redis.call('EXISTS', queue) == 1
 end
 
--- Already holding: a re-sent acquire (ioredis replays unanswered commands
--- after a reconnect), or a waiter claiming its grant. Refresh, never count twice.
+local reply
 if redis.call('ZSCORE', holders, token) then
+  -- Already holding: a re-sent acquire (ioredis replays unanswered commands
+  -- after a reconnect), or a waiter claiming its grant. Refresh, never count twice.
   redis.call('ZADD', holders, now + lease, token)
-  holders_expire(now)
-  return {1, 0}
-end
-
-if waiting and redis.call('ZSCORE', queue, token) then
+  reply = {1, 0}
+elseif waiting and redis.call('ZSCORE', queue, token) then
   redis.call('ZADD', expiry, now + claim, token)
-  redis.call('SET', limits, limit)
-  queue_expire(now, limits)
-  return {2, holders_next(now)}
-end
-
--- A newcomer never jumps a non-empty queue.
-if not waiting and holders_used() + weight <= limit then
+  reply = {2, 0}
+elseif not waiting and holders_used() + weight <= limit then
+  -- A newcomer never jumps a non-empty queue.
   holders_add(token, weight, now + lease)
-  holders_expire(now)
-  return {1, 0}
+  reply = {1, 0}
+elseif claim == 0 then
+  reply = {0, 0}
+elseif maxQueue > 0 and redis.call('ZCARD', queue) >= maxQueue then
+  reply = {3, 0}
+else
+  queue_join(token, weight, limit, claim, now)
+  redis.call('SET', limits, limit)
+  reply = {2, 0}
 end
-if claim == 0 then return {0, holders_next(now)} end
-if maxQueue > 0 and redis.call('ZCARD', queue) >= maxQueue then return {3, holders_next(now)} end
-queue_join(token, weight, lease, claim, now)
-redis.call('SET', limits, limit)
-queue_expire(now, limits)
-return {2, holders_next(now)}
+-- Every path leaves every key with the expiry of what it holds (grants included).
+holders_expire(now)
+queue_expire(now)
+if reply[1] ~= 1 then reply[2] = holders_next(now) end
+return reply

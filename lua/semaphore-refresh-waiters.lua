@@ -10,12 +10,13 @@ local claim, channel = tonumber(ARGV[1]), ARGV[2]
 --!include lib/queue.lua
 --!include lib/grant-semaphore.lua
 
-for i = 3, #ARGV do redis.call('ZADD', expiry, 'XX', now + claim, ARGV[i]) end
+-- A waiter whose lease lapsed is gone, even if its process is back: it rejoins at the back.
 holders_prune(now)
 queue_prune(now)
-grant(now, tonumber(redis.call('GET', limits)), channel)
-queue_expire(now, limits)
+queue_refresh(ARGV, 3, claim, now)
+grant(now, channel)
 holders_expire(now)
+queue_expire(now)
 local statuses = {}
 for i = 3, #ARGV do
   if redis.call('ZSCORE', holders, ARGV[i]) then

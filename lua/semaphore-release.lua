@@ -11,8 +11,8 @@ local token, channel, weight = ARGV[1], ARGV[2], tonumber(ARGV[3])
 --!include lib/clock.lua
 
 -- The hot path, before any helper is defined: a weight-1 holder leaving an id
--- nobody waits for and nobody heavier holds. Keys keep the TTL they have: they
--- still vanish with their last lease.
+-- nobody waits for and nobody heavier holds. The key keeps its expiry: it
+-- still vanishes with its latest lease.
 if weight == 1 and redis.call('EXISTS', queue, weights) == 0 then
   local score = redis.call('ZSCORE', holders, token)
   if not score then return 0 end
@@ -26,16 +26,14 @@ end
 --!include lib/grant-semaphore.lua
 
 local score = holders_remove(token)
+holders_prune(now)
 local announced = nil
 if redis.call('EXISTS', queue) == 1 then
-  holders_prune(now)
   queue_prune(now)
-  announced = grant(now, tonumber(redis.call('GET', limits)), channel)
-  queue_expire(now, limits)
-  holders_expire(now)
-elseif redis.call('EXISTS', holders) == 0 then
-  redis.call('DEL', weights)
+  announced = grant(now, channel)
 end
+holders_expire(now)
+queue_expire(now)
 local live = 1
 if not score or score <= now then live = 0 end
 -- The grant's announcement goes to the releasing process too, in the reply:

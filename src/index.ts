@@ -38,6 +38,8 @@ export { type RedisClient, type RedisStore, type RedisStoreOptions, redisStore }
 export type {
   AcquireReply,
   Grant,
+  InspectedEntry,
+  Inspection,
   LockStats,
   QueueOptions,
   SemaphoreFigures,

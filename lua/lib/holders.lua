@@ -1,6 +1,7 @@
--- Semaphore holders. Expects locals: holders (sorted set token -> lease expiry),
+-- Semaphore holders. Expects locals: holders (sorted set token -> lease end, ms),
 -- weights (hash token -> weight for holders heavier than 1, and "~extra" = sum of
--- (weight - 1) over them, so permits used = ZCARD + extra).
+-- (weight - 1) over them, so permits used = ZCARD + extra). A granted waiter is a
+-- holder whose lease end is its reservation.
 
 -- Lapsed leases are reclaimed here rather than by a sweeper.
 local function holders_prune(now)
@@ -24,7 +25,10 @@ local function holders_prune(now)
 end
 
 local function holders_used()
-  return redis.call('ZCARD', holders) + (tonumber(redis.call('HGET', weights, '~extra')) or 0)
+  local card = redis.call('ZCARD', holders)
+  -- Weights never outlive their holders (holders_expire keeps their TTLs equal); an empty set holds nothing.
+  if card == 0 then return 0 end
+  return card + (tonumber(redis.call('HGET', weights, '~extra')) or 0)
 end
 
 local function holders_add(token, weight, expires)
@@ -35,7 +39,7 @@ local function holders_add(token, weight, expires)
   end
 end
 
--- Returns the score the token had, or false.
+-- Returns the lease end the token had, or false.
 local function holders_remove(token)
   local score = redis.call('ZSCORE', holders, token)
   if not score then return false end
@@ -48,16 +52,18 @@ local function holders_remove(token)
   return tonumber(score)
 end
 
--- Idle keys vanish with their last lease: no sweeper, no garbage.
+-- Both keys live exactly until the latest lease ends, and vanish with it: no sweeper, no
+-- garbage, and the weights can never lapse before a holder they count. Every script that
+-- changes holders by its full path ends here.
 local function holders_expire(now)
   local last = redis.call('ZRANGE', holders, -1, -1, 'WITHSCORES')
-  if not last[2] then
-    redis.call('DEL', weights)
+  if not last[2] or tonumber(last[2]) <= now then
+    redis.call('DEL', holders, weights)
     return
   end
-  local ttl = tonumber(last[2]) - now + 1
-  redis.call('PEXPIRE', holders, ttl)
-  redis.call('PEXPIRE', weights, ttl)
+  local at = tonumber(last[2]) + 1
+  redis.call('PEXPIREAT', holders, at)
+  redis.call('PEXPIREAT', weights, at)
 end
 
 -- Ms until the nearest lease ends: when a permit frees at the latest.

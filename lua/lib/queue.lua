@@ -1,6 +1,8 @@
 -- The waiting room, shared by semaphores and locks. Expects locals: queue (sorted
--- set token -> ticket from INCR on tickets), info (hash token -> "weight lease
--- claim"), expiry (sorted set token -> waiter lease end), tickets (counter).
+-- set token -> ticket from INCR on tickets), info (hash token -> "weight limit"),
+-- expiry (sorted set token -> waiter lease end, ms), tickets (counter), limits (the
+-- id's limit as the store knows it: the limit of the latest acquire that met or
+-- joined the queue; semaphores only, nil for locks).
 -- A waiter's own short lease is refreshed by its process; a waiter whose
 -- process died lapses and stops blocking the ones behind it.
 
@@ -15,10 +17,10 @@ local function queue_prune(now)
   for i = 1, #lapsed do queue_drop(lapsed[i]) end
 end
 
--- weight, lease ms, claim window ms of a waiter.
+-- Weight and own limit of a waiter.
 local function queue_info(token)
-  local w, l, c = string.match(redis.call('HGET', info, token) or '1 1 1', '^(%d+) (%d+) (%d+)$')
-  return tonumber(w), tonumber(l), tonumber(c)
+  local w, l = string.match(redis.call('HGET', info, token) or '1 1', '^(%d+) (%d+)$')
+  return tonumber(w), tonumber(l)
 end
 
 local function queue_head()
@@ -26,21 +28,27 @@ local function queue_head()
 end
 
 -- The server assigns the order: a ticket from one counter.
-local function queue_join(token, weight, lease, claim, now)
+local function queue_join(token, weight, limit, claim, now)
   redis.call('ZADD', queue, redis.call('INCR', tickets), token)
-  redis.call('HSET', info, token, weight .. ' ' .. lease .. ' ' .. claim)
+  redis.call('HSET', info, token, weight .. ' ' .. limit)
   redis.call('ZADD', expiry, now + claim, token)
 end
 
--- Idle waiting-room keys (and `extra`, if given) vanish with the last waiter lease.
-local function queue_expire(now, extra)
+-- Keeps the waiter leases of these tokens (those still queued) for `claim` ms more.
+local function queue_refresh(tokens, first, claim, now)
+  for i = first, #tokens do redis.call('ZADD', expiry, 'XX', now + claim, tokens[i]) end
+end
+
+-- Every waiting-room key lives exactly until the last waiter lease ends, and vanishes
+-- with it. Every script that changes the queue ends here.
+local function queue_expire(now)
   local keys = { queue, info, expiry, tickets }
-  if extra then keys[#keys + 1] = extra end
+  if limits then keys[#keys + 1] = limits end
   local last = redis.call('ZRANGE', expiry, -1, -1, 'WITHSCORES')
-  if not last[2] then
+  if not last[2] or tonumber(last[2]) <= now then
     redis.call('DEL', unpack(keys))
     return
   end
-  local ttl = tonumber(last[2]) - now + 1
-  for i = 1, #keys do redis.call('PEXPIRE', keys[i], ttl) end
+  local at = tonumber(last[2]) + 1
+  for i = 1, #keys do redis.call('PEXPIREAT', keys[i], at) end
 end

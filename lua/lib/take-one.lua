@@ -13,12 +13,12 @@ end
 -- is never counted twice; only a full set needs to ask whether it is ours.
 if card < limit or redis.call('ZSCORE', holders, token) then
   redis.call('ZADD', holders, now + lease, token)
-  -- The key lives until its latest lease ends. A new key gets its first TTL;
-  -- GT only ever raises an existing one (leases of other lengths keep theirs).
+  -- The key lives until its latest lease ends. A new key gets its first expiry;
+  -- GT only ever raises an existing one (every script leaves the key with one).
   if card == 0 then
-    redis.call('PEXPIRE', holders, lease + 1)
+    redis.call('PEXPIREAT', holders, now + lease + 1)
   else
-    redis.call('PEXPIRE', holders, lease + 1, 'GT')
+    redis.call('PEXPIREAT', holders, now + lease + 1, 'GT')
   end
   return {1, 0}
 end

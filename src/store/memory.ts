@@ -1,5 +1,31 @@
 import { knownOptions, optionsObject, positiveMs } from "../validate.js";
-import type { AcquireReply, Grant, LockStats, QueueOptions, SemaphoreFigures, Store, WaiterRefresh } from "./types.js";
+import type {
+  AcquireReply,
+  Grant,
+  Inspection,
+  LockStats,
+  QueueOptions,
+  SemaphoreFigures,
+  Store,
+  WaiterRefresh,
+} from "./types.js";
+
+/**
+ * Where the embedded store reads the time and sets its clean-up timers: the
+ * process's monotonic clock by default; the model-based suite passes a clock
+ * it advances itself, so that a failing case replays exactly.
+ */
+export interface MemoryClock {
+  now(): number;
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+const processClock: MemoryClock = {
+  now: () => performance.now(),
+  setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
 
 interface Holder {
   expiresAt: number;
@@ -9,46 +35,122 @@ interface Holder {
 /** A caller in the waiting room. Map insertion order is ticket order. */
 interface Waiter {
   weight: number;
-  claimMs: number;
+  /** The limit its call passed: it is granted only within it. */
+  limit: number;
+  /** Its waiter lease; a grant reserves its permits until then. */
   expiresAt: number;
 }
 
 interface SemaphoreState {
   holders: Map<string, Holder>;
+  /** Permits of every holder present, lapsed or not (as `ZCARD + ~extra` in Redis). */
   used: number;
-  /** Earliest expiry among holders: pruning is skipped until it passes. */
+  /** At most the earliest expiry among holders present: pruning is skipped until it passes. */
   earliest: number;
   queue: Map<string, Waiter>;
-  /** The limit the waiters were queued under, for grants made by a release. */
-  limit: number;
-  cleanup: NodeJS.Timeout | undefined;
+  /** The id's limit as the store knows it: that of the latest acquire that met or joined the queue. */
+  idLimit: number;
+  cleanup: unknown;
 }
 
 interface LockState {
   token: string | undefined;
   expiresAt: number;
   queue: Map<string, Waiter>;
-  cleanup: NodeJS.Timeout | undefined;
+  cleanup: unknown;
 }
 
 const DEFAULT_WAITER_LEASE_MS = 5000;
 
+// ---- holders (lua/lib/holders.lua) ----
+
+function holdersAdd(state: SemaphoreState, token: string, weight: number, expiresAt: number): void {
+  state.holders.set(token, { expiresAt, weight });
+  state.used += weight;
+  state.earliest = Math.min(state.earliest, expiresAt);
+}
+
+function holdersRemove(state: SemaphoreState, token: string): Holder | undefined {
+  const holder = state.holders.get(token);
+  if (holder === undefined) return undefined;
+  state.holders.delete(token);
+  state.used -= holder.weight;
+  if (state.holders.size === 0) state.earliest = Number.POSITIVE_INFINITY;
+  return holder;
+}
+
+/** Lapsed leases are reclaimed here rather than by a sweeper. */
+function holdersPrune(state: SemaphoreState, now: number): void {
+  if (state.earliest > now) return;
+  let earliest = Number.POSITIVE_INFINITY;
+  for (const [token, holder] of state.holders) {
+    if (holder.expiresAt <= now) holdersRemove(state, token);
+    else earliest = Math.min(earliest, holder.expiresAt);
+  }
+  state.earliest = earliest;
+}
+
+/** Ms until the nearest live lease ends (a reservation included): when a permit frees at the latest. */
+function holdersNext(state: SemaphoreState, now: number): number {
+  let nearest = Number.POSITIVE_INFINITY;
+  for (const holder of state.holders.values()) if (holder.expiresAt > now) nearest = Math.min(nearest, holder.expiresAt);
+  return untilMs(nearest, now);
+}
+
+// ---- queue (lua/lib/queue.lua) ----
+
+/** Waiters whose process stopped refreshing them leave the queue. */
+function queuePrune(queue: Map<string, Waiter>, now: number): void {
+  for (const [token, waiter] of queue) if (waiter.expiresAt <= now) queue.delete(token);
+}
+
+function queueRefresh(queue: Map<string, Waiter>, tokens: readonly string[], claimMs: number, now: number): void {
+  for (const token of tokens) {
+    const waiter = queue.get(token);
+    if (waiter !== undefined) waiter.expiresAt = now + claimMs;
+  }
+}
+
+/** Joins the queue, refuses, or says the queue is full (lua/semaphore-acquire.lua's tail). */
+function queueJoin(
+  queue: Map<string, Waiter>,
+  token: string,
+  waiter: { weight: number; limit: number },
+  now: number,
+  options: QueueOptions | undefined,
+  retryAfterMs: number,
+): AcquireReply {
+  if (options === undefined) return { acquired: false, retryAfterMs };
+  if (options.maxQueue > 0 && queue.size >= options.maxQueue) return { acquired: false, queueFull: true, retryAfterMs };
+  queue.set(token, { ...waiter, expiresAt: now + options.claimMs });
+  return { acquired: false, queued: true, retryAfterMs };
+}
+
+/** Whole ms until `at`, at least 1 (and 1 when nothing is due). */
+function untilMs(at: number, now: number): number {
+  return Number.isFinite(at) ? Math.max(1, Math.ceil(at - now)) : 1;
+}
+
 /**
  * The embedded store: the same semantics as Redis (lease expiry, pruning,
  * idempotent acquire, token-checked extend and release, a FIFO waiting room
- * with grants) inside one process, on the process's monotonic clock. Idle
- * entries are dropped by `unref()`ed timers, so they neither leak nor keep a
- * process alive. A released entry is not dropped at once but when its timer
- * fires (at the latest expiry it had seen): a busy id that empties between
- * requests would otherwise be rebuilt, with a timer, on every request.
+ * with grants) inside one process, on the process's monotonic clock. Its
+ * functions are named after the Lua they mirror (`lua/lib/`), so the two can
+ * be read side by side. Idle entries are dropped by timers that neither leak
+ * nor keep a process alive, at the latest expiry they hold, as Redis expires
+ * keys; a released entry is not dropped at once: a busy id that empties
+ * between requests would otherwise be rebuilt, with a timer, on every request.
  */
 class MemoryStore implements Store {
   readonly kind = "memory";
+  readonly #semaphores = new Map<string, SemaphoreState>();
+  readonly #locks = new Map<string, LockState>();
+  readonly #watchers = new Map<string, Set<(grant: Grant) => void>>();
 
-  constructor(readonly waiterLeaseMs: number) {}
-  private readonly semaphores = new Map<string, SemaphoreState>();
-  private readonly locks = new Map<string, LockState>();
-  private readonly watchers = new Map<string, Set<(grant: Grant) => void>>();
+  constructor(
+    readonly waiterLeaseMs: number,
+    readonly clock: MemoryClock,
+  ) {}
 
   async semaphoreAcquire(
     key: string,
@@ -58,70 +160,70 @@ class MemoryStore implements Store {
     leaseMs: number,
     queue?: QueueOptions,
   ): Promise<AcquireReply> {
-    const now = performance.now();
-    const state = this.semaphore(key);
-    this.settleSemaphore(key, state, now, limit);
+    const now = this.clock.now();
+    const state = this.#semaphore(key);
+    holdersPrune(state, now);
+    if (state.queue.size > 0) {
+      queuePrune(state.queue, now);
+      // This caller's limit is now the id's limit as the store knows it, for the grants below.
+      state.idLimit = limit;
+      this.#grantSemaphore(key, state, now);
+    }
+    let reply: AcquireReply;
     const held = state.holders.get(token);
-    if (held !== undefined) {
-      held.expiresAt = now + leaseMs;
-      this.scheduleCleanup(key, state);
-      return { acquired: true, retryAfterMs: 0 };
-    }
-    const retryAfterMs = untilMs(state.earliest, now);
     const waiter = state.queue.get(token);
-    if (waiter !== undefined) {
-      waiter.expiresAt = now + waiter.claimMs;
-      state.limit = limit;
-      return { acquired: false, queued: true, retryAfterMs };
+    if (held !== undefined) {
+      // A re-sent acquire, or a waiter claiming its grant: refresh, never count twice.
+      held.expiresAt = now + leaseMs;
+      state.earliest = Math.min(state.earliest, held.expiresAt);
+      reply = { acquired: true, retryAfterMs: 0 };
+    } else if (waiter !== undefined) {
+      waiter.expiresAt = now + (queue?.claimMs ?? 0);
+      reply = { acquired: false, queued: true, retryAfterMs: holdersNext(state, now) };
+    } else if (state.queue.size === 0 && state.used + weight <= limit) {
+      // A newcomer never jumps a non-empty queue.
+      holdersAdd(state, token, weight, now + leaseMs);
+      reply = { acquired: true, retryAfterMs: 0 };
+    } else {
+      reply = queueJoin(state.queue, token, { weight, limit }, now, queue, holdersNext(state, now));
+      if (reply.queued === true) state.idLimit = limit;
     }
-    // A newcomer never jumps a non-empty queue.
-    if (state.queue.size === 0 && state.used + weight <= limit) {
-      addHolder(state, token, weight, now + leaseMs);
-      this.scheduleCleanup(key, state);
-      return { acquired: true, retryAfterMs: 0 };
-    }
-    const refused = this.joinQueue(state.queue, token, weight, now, queue, retryAfterMs);
-    if (refused.queued === true) {
-      state.limit = limit;
-      this.scheduleCleanup(key, state);
-    }
-    return refused;
+    this.#expireSemaphore(key, state);
+    return reply;
   }
 
   async semaphoreExtend(key: string, token: string, leaseMs: number): Promise<boolean> {
-    const now = performance.now();
-    const state = this.semaphores.get(key);
+    const now = this.clock.now();
+    const state = this.#semaphores.get(key);
     const held = state?.holders.get(token);
     if (state === undefined || held === undefined || held.expiresAt <= now) return false;
     held.expiresAt = now + leaseMs;
     // An extend may shorten a lease below the recorded earliest expiry.
     state.earliest = Math.min(state.earliest, held.expiresAt);
-    this.scheduleCleanup(key, state);
+    this.#expireSemaphore(key, state);
     return true;
   }
 
   async semaphoreRelease(key: string, token: string): Promise<boolean> {
-    const now = performance.now();
-    const state = this.semaphores.get(key);
-    const held = state?.holders.get(token);
+    const now = this.clock.now();
+    const state = this.#semaphores.get(key);
     if (state === undefined) return false;
-    if (held !== undefined) removeHolder(state, token, held);
-    this.settleSemaphore(key, state, now, state.limit);
+    const held = holdersRemove(state, token);
+    holdersPrune(state, now);
+    if (state.queue.size > 0) {
+      queuePrune(state.queue, now);
+      this.#grantSemaphore(key, state, now);
+    }
     return held !== undefined && held.expiresAt > now;
   }
 
   async semaphoreCount(key: string): Promise<number> {
-    const now = performance.now();
-    const state = this.semaphores.get(key);
-    if (state === undefined) return 0;
-    let live = 0;
-    for (const holder of state.holders.values()) if (holder.expiresAt > now) live++;
-    return live;
+    return (await this.semaphoreStats(key)).holders;
   }
 
   async semaphoreStats(key: string): Promise<SemaphoreFigures> {
-    const now = performance.now();
-    const state = this.semaphores.get(key);
+    const now = this.clock.now();
+    const state = this.#semaphores.get(key);
     if (state === undefined) return { used: 0, holders: 0, waiting: 0 };
     let used = 0;
     let holders = 0;
@@ -135,190 +237,213 @@ class MemoryStore implements Store {
     return { used, holders, waiting };
   }
 
-  async lockStats(key: string): Promise<LockStats> {
-    const now = performance.now();
-    const state = this.locks.get(key);
-    if (state?.token === undefined || state.expiresAt <= now) return { held: false, expiresInMs: 0 };
-    return { held: true, expiresInMs: Math.ceil(state.expiresAt - now) };
+  async semaphoreInspect(key: string): Promise<Inspection> {
+    const now = this.clock.now();
+    const state = this.#semaphores.get(key);
+    if (state === undefined) return { holders: [], waiters: [] };
+    return {
+      holders: [...state.holders]
+        .filter(([, holder]) => holder.expiresAt > now)
+        .map(([token, holder]) => ({ token, weight: holder.weight, expiresInMs: Math.ceil(holder.expiresAt - now) })),
+      waiters: inspectQueue(state.queue, now),
+    };
   }
 
   async semaphoreLeave(key: string, token: string): Promise<void> {
-    const state = this.semaphores.get(key);
+    const now = this.clock.now();
+    const state = this.#semaphores.get(key);
     if (state === undefined) return;
-    const held = state.holders.get(token);
-    if (held !== undefined) removeHolder(state, token, held);
+    holdersRemove(state, token);
     state.queue.delete(token);
-    this.settleSemaphore(key, state, performance.now(), state.limit);
+    holdersPrune(state, now);
+    queuePrune(state.queue, now);
+    this.#grantSemaphore(key, state, now);
   }
 
   async semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
-    const now = performance.now();
-    const state = this.semaphores.get(key);
+    const now = this.clock.now();
+    const state = this.#semaphores.get(key);
     if (state === undefined) return { statuses: tokens.map(() => "gone"), retryAfterMs: 1 };
-    for (const token of tokens) {
-      const waiter = state.queue.get(token);
-      if (waiter !== undefined) waiter.expiresAt = now + claimMs;
-    }
-    this.settleSemaphore(key, state, now, state.limit);
+    // A waiter whose lease lapsed is gone, even if its process is back: it rejoins at the back.
+    holdersPrune(state, now);
+    queuePrune(state.queue, now);
+    queueRefresh(state.queue, tokens, claimMs, now);
+    this.#grantSemaphore(key, state, now);
+    this.#expireSemaphore(key, state);
     return {
       statuses: tokens.map((token) => (state.holders.has(token) ? "held" : state.queue.has(token) ? "waiting" : "gone")),
-      retryAfterMs: untilMs(state.earliest, now),
+      retryAfterMs: holdersNext(state, now),
     };
   }
 
   async lockAcquire(key: string, token: string, ttlMs: number, queue?: QueueOptions): Promise<AcquireReply> {
-    const now = performance.now();
-    const state = this.lock(key);
-    this.settleLock(key, state, now);
-    if (state.token === token) {
-      this.holdLock(key, state, token, now + ttlMs);
-      return { acquired: true, retryAfterMs: 0 };
-    }
-    const retryAfterMs = untilMs(state.expiresAt, now);
+    const now = this.clock.now();
+    const state = this.#lock(key);
+    this.#settleLock(key, state, now);
+    let reply: AcquireReply;
     const waiter = state.queue.get(token);
-    if (waiter !== undefined) {
-      waiter.expiresAt = now + waiter.claimMs;
-      return { acquired: false, queued: true, retryAfterMs };
+    if (state.token === token) {
+      // A re-sent acquire, or a waiter claiming its grant.
+      state.expiresAt = now + ttlMs;
+      reply = { acquired: true, retryAfterMs: 0 };
+    } else if (waiter !== undefined) {
+      waiter.expiresAt = now + (queue?.claimMs ?? 0);
+      reply = { acquired: false, queued: true, retryAfterMs: lockNext(state, now) };
+    } else if (state.token === undefined && state.queue.size === 0) {
+      state.token = token;
+      state.expiresAt = now + ttlMs;
+      reply = { acquired: true, retryAfterMs: 0 };
+    } else {
+      reply = queueJoin(state.queue, token, { weight: 1, limit: 1 }, now, queue, lockNext(state, now));
     }
-    if (state.token === undefined && state.queue.size === 0) {
-      this.holdLock(key, state, token, now + ttlMs);
-      return { acquired: true, retryAfterMs: 0 };
-    }
-    const refused = this.joinQueue(state.queue, token, 1, now, queue, retryAfterMs);
-    if (refused.queued === true) this.scheduleLockCleanup(key, state);
-    return refused;
+    this.#expireLock(key, state);
+    return reply;
   }
 
   async lockExtend(key: string, token: string, ttlMs: number): Promise<boolean> {
-    const now = performance.now();
-    const state = this.locks.get(key);
+    const now = this.clock.now();
+    const state = this.#locks.get(key);
     if (state === undefined || state.token !== token || state.expiresAt <= now) return false;
-    this.holdLock(key, state, token, now + ttlMs);
+    state.expiresAt = now + ttlMs;
+    this.#expireLock(key, state);
     return true;
   }
 
   async lockRelease(key: string, token: string): Promise<boolean> {
-    const now = performance.now();
-    const state = this.locks.get(key);
+    const now = this.clock.now();
+    const state = this.#locks.get(key);
     if (state === undefined) return false;
     const ours = state.token === token && state.expiresAt > now;
-    if (ours) state.token = undefined;
-    this.settleLock(key, state, now);
+    if (state.token === token) state.token = undefined;
+    this.#settleLock(key, state, now);
     return ours;
   }
 
+  async lockStats(key: string): Promise<LockStats> {
+    const now = this.clock.now();
+    const state = this.#locks.get(key);
+    if (state?.token === undefined || state.expiresAt <= now) return { held: false, expiresInMs: 0 };
+    return { held: true, expiresInMs: Math.ceil(state.expiresAt - now) };
+  }
+
+  async lockInspect(key: string): Promise<Inspection> {
+    const now = this.clock.now();
+    const state = this.#locks.get(key);
+    if (state === undefined) return { holders: [], waiters: [] };
+    const held = state.token !== undefined && state.expiresAt > now;
+    return {
+      holders: held ? [{ token: state.token as string, weight: 1, expiresInMs: Math.ceil(state.expiresAt - now) }] : [],
+      waiters: inspectQueue(state.queue, now),
+    };
+  }
+
   async lockLeave(key: string, token: string): Promise<void> {
-    const state = this.locks.get(key);
+    const state = this.#locks.get(key);
     if (state === undefined) return;
     if (state.token === token) state.token = undefined;
     state.queue.delete(token);
-    this.settleLock(key, state, performance.now());
+    this.#settleLock(key, state, this.clock.now());
   }
 
   async lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
-    const now = performance.now();
-    const state = this.locks.get(key);
+    const now = this.clock.now();
+    const state = this.#locks.get(key);
     if (state === undefined) return { statuses: tokens.map(() => "gone"), retryAfterMs: 1 };
-    for (const token of tokens) {
-      const waiter = state.queue.get(token);
-      if (waiter !== undefined) waiter.expiresAt = now + claimMs;
-    }
-    this.settleLock(key, state, now);
+    queuePrune(state.queue, now);
+    queueRefresh(state.queue, tokens, claimMs, now);
+    this.#settleLock(key, state, now);
+    this.#expireLock(key, state);
     return {
       statuses: tokens.map((token) => (state.token === token ? "held" : state.queue.has(token) ? "waiting" : "gone")),
-      retryAfterMs: state.token === undefined ? 1 : untilMs(state.expiresAt, now),
+      retryAfterMs: lockNext(state, now),
     };
   }
 
   async watch(key: string, onGrant: (grant: Grant) => void): Promise<() => void> {
-    let listeners = this.watchers.get(key);
+    let listeners = this.#watchers.get(key);
     if (listeners === undefined) {
       listeners = new Set();
-      this.watchers.set(key, listeners);
+      this.#watchers.set(key, listeners);
     }
     listeners.add(onGrant);
     return () => {
       listeners.delete(onGrant);
-      if (listeners.size === 0 && this.watchers.get(key) === listeners) this.watchers.delete(key);
+      if (listeners.size === 0 && this.#watchers.get(key) === listeners) this.#watchers.delete(key);
     };
   }
 
-  // ---- internals ----
+  /** The ids this store keeps state for, and whether each has its clean-up timer: for the model-based suite. */
+  debugIds(): { semaphores: [string, boolean][]; locks: [string, boolean][] } {
+    const ids = (map: Map<string, { cleanup: unknown }>): [string, boolean][] =>
+      [...map].map(([key, state]) => [key, state.cleanup !== undefined]);
+    return { semaphores: ids(this.#semaphores), locks: ids(this.#locks) };
+  }
 
-  private semaphore(key: string): SemaphoreState {
-    let state = this.semaphores.get(key);
+  // ---- per-id state ----
+
+  #semaphore(key: string): SemaphoreState {
+    let state = this.#semaphores.get(key);
     if (state === undefined) {
-      state = { holders: new Map(), used: 0, earliest: Number.POSITIVE_INFINITY, queue: new Map(), limit: 0, cleanup: undefined };
-      this.semaphores.set(key, state);
+      state = {
+        holders: new Map(),
+        used: 0,
+        earliest: Number.POSITIVE_INFINITY,
+        queue: new Map(),
+        idLimit: 0,
+        cleanup: undefined,
+      };
+      this.#semaphores.set(key, state);
     }
     return state;
   }
 
-  private lock(key: string): LockState {
-    let state = this.locks.get(key);
+  #lock(key: string): LockState {
+    let state = this.#locks.get(key);
     if (state === undefined) {
       state = { token: undefined, expiresAt: 0, queue: new Map(), cleanup: undefined };
-      this.locks.set(key, state);
+      this.#locks.set(key, state);
     }
     return state;
   }
 
-  private joinQueue(
-    queue: Map<string, Waiter>,
-    token: string,
-    weight: number,
-    now: number,
-    options: QueueOptions | undefined,
-    retryAfterMs: number,
-  ): AcquireReply {
-    if (options === undefined) return { acquired: false, retryAfterMs };
-    if (options.maxQueue > 0 && queue.size >= options.maxQueue) return { acquired: false, queueFull: true, retryAfterMs };
-    queue.set(token, { weight, claimMs: options.claimMs, expiresAt: now + options.claimMs });
-    return { acquired: false, queued: true, retryAfterMs };
-  }
-
-  /** Prunes lapsed holders and waiters, then grants waiters from the head while they fit (strict order). */
-  private settleSemaphore(key: string, state: SemaphoreState, now: number, limit: number): void {
-    prune(state, now);
-    if (state.queue.size === 0) return;
-    pruneQueue(state.queue, now);
+  /**
+   * Admits waiters from the head, in ticket order, while the permits held, theirs
+   * included, fit within both their own limit and the id's (lua/lib/grant-semaphore.lua).
+   * A grant reserves the permits until the waiter's own lease ends.
+   */
+  #grantSemaphore(key: string, state: SemaphoreState, now: number): void {
     const granted: string[] = [];
     let reservedMs = Number.POSITIVE_INFINITY;
     for (const [token, waiter] of state.queue) {
-      if (state.used + waiter.weight > limit) break;
+      if (state.used + waiter.weight > Math.min(waiter.limit, state.idLimit)) break;
       state.queue.delete(token);
-      // Reserved for the claim window until the waiter's process claims it with a full lease.
-      addHolder(state, token, waiter.weight, now + waiter.claimMs);
+      holdersAdd(state, token, waiter.weight, waiter.expiresAt);
       granted.push(token);
-      reservedMs = Math.min(reservedMs, waiter.claimMs);
+      reservedMs = Math.min(reservedMs, waiter.expiresAt - now);
     }
-    if (granted.length > 0) {
-      this.scheduleCleanup(key, state);
-      this.announce(key, { tokens: granted, reservedMs });
-    }
+    if (granted.length === 0) return;
+    this.#expireSemaphore(key, state);
+    this.#announce(key, { tokens: granted, reservedMs: Math.max(1, Math.ceil(reservedMs)) });
   }
 
-  private settleLock(key: string, state: LockState, now: number): void {
+  /** Drops a lapsed holder and lapsed waiters, then hands a free lock to the head waiter (lua/lib/grant-lock.lua). */
+  #settleLock(key: string, state: LockState, now: number): void {
     if (state.token !== undefined && state.expiresAt <= now) state.token = undefined;
     if (state.queue.size === 0) return;
-    pruneQueue(state.queue, now);
+    queuePrune(state.queue, now);
     if (state.token !== undefined) return;
     const head = state.queue.entries().next();
     if (head.done === true) return;
     const [token, waiter] = head.value;
     state.queue.delete(token);
-    this.holdLock(key, state, token, now + waiter.claimMs);
-    this.announce(key, { tokens: [token], reservedMs: waiter.claimMs });
-  }
-
-  private holdLock(key: string, state: LockState, token: string, expiresAt: number): void {
     state.token = token;
-    state.expiresAt = expiresAt;
-    this.scheduleLockCleanup(key, state);
+    state.expiresAt = waiter.expiresAt;
+    this.#expireLock(key, state);
+    this.#announce(key, { tokens: [token], reservedMs: Math.max(1, Math.ceil(waiter.expiresAt - now)) });
   }
 
-  private announce(key: string, grant: Grant): void {
-    const listeners = this.watchers.get(key);
+  #announce(key: string, grant: Grant): void {
+    const listeners = this.#watchers.get(key);
     if (listeners === undefined) return;
     // Never call back into the engine from inside a store call.
     queueMicrotask(() => {
@@ -326,86 +451,74 @@ class MemoryStore implements Store {
     });
   }
 
-  /** One timer per key, at the latest expiry (holder or waiter): when it fires the key is idle or is rescheduled. */
-  private scheduleCleanup(key: string, state: SemaphoreState): void {
-    if (state.cleanup !== undefined) return;
-    let latest = 0;
-    for (const holder of state.holders.values()) latest = Math.max(latest, holder.expiresAt);
-    for (const waiter of state.queue.values()) latest = Math.max(latest, waiter.expiresAt);
-    state.cleanup = setTimeout(
+  // ---- expiry: the state of an id vanishes with the last thing it holds, as Redis keys do ----
+
+  #expireSemaphore(key: string, state: SemaphoreState): void {
+    this.#expire(
+      state,
       () => {
-        state.cleanup = undefined;
-        this.settleSemaphore(key, state, performance.now(), state.limit);
-        if (!this.dropIfIdle(key, state)) this.scheduleCleanup(key, state);
+        const now = this.clock.now();
+        holdersPrune(state, now);
+        queuePrune(state.queue, now);
+        if (state.holders.size > 0 || state.queue.size > 0) return latestOf(state.holders.values(), state.queue.values());
+        if (this.#semaphores.get(key) === state) this.#semaphores.delete(key);
+        return undefined;
       },
-      Math.max(1, Math.ceil(latest - performance.now()) + 1),
+      latestOf(state.holders.values(), state.queue.values()),
     );
-    state.cleanup.unref();
   }
 
-  private dropIfIdle(key: string, state: SemaphoreState): boolean {
-    if (state.holders.size > 0 || state.queue.size > 0) return false;
-    if (state.cleanup !== undefined) clearTimeout(state.cleanup);
-    state.cleanup = undefined;
-    if (this.semaphores.get(key) === state) this.semaphores.delete(key);
-    return true;
-  }
-
-  // Timers may fire a little early against performance.now(): a lock is dropped only once really expired.
-  private scheduleLockCleanup(key: string, state: LockState): void {
-    if (state.cleanup !== undefined) return;
-    let latest = state.token === undefined ? 0 : state.expiresAt;
-    for (const waiter of state.queue.values()) latest = Math.max(latest, waiter.expiresAt);
-    state.cleanup = setTimeout(
+  #expireLock(key: string, state: LockState): void {
+    const latest = (): number => latestOf(state.token === undefined ? [] : [state], state.queue.values());
+    this.#expire(
+      state,
       () => {
-        state.cleanup = undefined;
-        this.settleLock(key, state, performance.now());
-        if (!this.dropLockIfIdle(key, state)) this.scheduleLockCleanup(key, state);
+        const now = this.clock.now();
+        if (state.token !== undefined && state.expiresAt <= now) state.token = undefined;
+        queuePrune(state.queue, now);
+        if (state.token !== undefined || state.queue.size > 0) return latest();
+        if (this.#locks.get(key) === state) this.#locks.delete(key);
+        return undefined;
       },
-      Math.max(1, Math.ceil(latest - performance.now()) + 1),
+      latest(),
     );
-    state.cleanup.unref();
   }
 
-  private dropLockIfIdle(key: string, state: LockState): boolean {
-    if ((state.token !== undefined && state.expiresAt > performance.now()) || state.queue.size > 0) return false;
-    if (state.cleanup !== undefined) clearTimeout(state.cleanup);
-    state.cleanup = undefined;
-    if (this.locks.get(key) === state) this.locks.delete(key);
-    return true;
+  /**
+   * One timer per id, at the latest expiry it holds; when it fires, `sweep`
+   * drops the id if idle or names the next latest expiry. A timer may fire
+   * early against the clock: then the id is simply rescheduled.
+   */
+  #expire(state: { cleanup: unknown }, sweep: () => number | undefined, latest: number): void {
+    if (state.cleanup !== undefined) return;
+    const arm = (at: number): void => {
+      state.cleanup = this.clock.setTimeout(
+        () => {
+          state.cleanup = undefined;
+          const next = sweep();
+          if (next !== undefined) arm(next);
+        },
+        Math.max(1, Math.ceil(at - this.clock.now()) + 1),
+      );
+    };
+    arm(latest);
   }
 }
 
-/** Whole ms until `at`, at least 1 (and 1 when nothing is due: no holder at all). */
-function untilMs(at: number, now: number): number {
-  return Number.isFinite(at) ? Math.max(1, Math.ceil(at - now)) : 1;
+function lockNext(state: LockState, now: number): number {
+  return state.token === undefined ? 1 : untilMs(state.expiresAt, now);
 }
 
-function addHolder(state: SemaphoreState, token: string, weight: number, expiresAt: number): void {
-  state.holders.set(token, { expiresAt, weight });
-  state.used += weight;
-  state.earliest = Math.min(state.earliest, expiresAt);
+function latestOf(...groups: Iterable<{ expiresAt: number }>[]): number {
+  let latest = 0;
+  for (const group of groups) for (const entry of group) latest = Math.max(latest, entry.expiresAt);
+  return latest;
 }
 
-function removeHolder(state: SemaphoreState, token: string, holder: Holder): void {
-  state.holders.delete(token);
-  state.used -= holder.weight;
-  if (state.holders.size === 0) state.earliest = Number.POSITIVE_INFINITY;
-}
-
-function prune(state: SemaphoreState, now: number): void {
-  if (state.earliest > now) return;
-  let earliest = Number.POSITIVE_INFINITY;
-  for (const [token, holder] of state.holders) {
-    if (holder.expiresAt <= now) removeHolder(state, token, holder);
-    else earliest = Math.min(earliest, holder.expiresAt);
-  }
-  state.earliest = earliest;
-}
-
-/** Waiters whose process stopped refreshing them leave the queue. */
-function pruneQueue(queue: Map<string, Waiter>, now: number): void {
-  for (const [token, waiter] of queue) if (waiter.expiresAt <= now) queue.delete(token);
+function inspectQueue(queue: Map<string, Waiter>, now: number): Inspection["waiters"] {
+  return [...queue]
+    .filter(([, waiter]) => waiter.expiresAt > now)
+    .map(([token, waiter]) => ({ token, weight: waiter.weight, expiresInMs: Math.ceil(waiter.expiresAt - now) }));
 }
 
 /**
@@ -420,6 +533,14 @@ function pruneQueue(queue: Map<string, Waiter>, now: number): void {
  * ```
  */
 export function memoryStore(options: MemoryStoreOptions = {}): Store {
+  return createMemoryStore(options, processClock);
+}
+
+/** {@link memoryStore} on a given clock: the model-based suite passes one it advances itself. */
+export function createMemoryStore(
+  options: MemoryStoreOptions,
+  clock: MemoryClock,
+): Store & { debugIds: MemoryStore["debugIds"] } {
   const given = optionsObject(options, "memoryStore");
   knownOptions(given, ["waiterLeaseMs"], "memoryStore");
   return new MemoryStore(
@@ -430,6 +551,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store {
           given.waiterLeaseMs,
           "Pass how long a waiter stays queued without being refreshed, e.g. 5000.",
         ),
+    clock,
   );
 }
 
@@ -437,8 +559,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store {
 export interface MemoryStoreOptions {
   /**
    * How long a waiter stays queued without its waiting call refreshing it
-   * (refreshed every third of it), and how long a granted permit is reserved
-   * for its waiter to claim.
+   * (refreshed every third of it); a permit granted to a waiter stays
+   * reserved until then, unless claimed first.
    * @default 5000
    */
   waiterLeaseMs?: number;

@@ -4,6 +4,7 @@ import { scripts } from "./lua.generated.js";
 import type {
   AcquireReply,
   Grant,
+  Inspection,
   LockStats,
   QueueOptions,
   SemaphoreFigures,
@@ -34,7 +35,9 @@ interface Subscriber {
 }
 
 type ScriptCall = (script: string, keyCount: number, ...args: (string | number)[]) => Promise<unknown>;
-type Script = (typeof scripts)[keyof typeof scripts];
+/** The embedded scripts, by name; the model-based suite swaps in a build whose clock it sets. */
+export type Scripts = { readonly [Name in keyof typeof scripts]: Script };
+type Script = { readonly name: string; readonly sha: string; readonly source: string };
 
 /** Options of {@link redisStore}. */
 export interface RedisStoreOptions {
@@ -111,6 +114,26 @@ function refreshed(reply: unknown, count: number, script: Script): WaiterRefresh
   throw unexpected(reply, script);
 }
 
+/** Two flat lists of (token, weight, ms left): holders, then waiters in queue order. */
+function inspection(reply: unknown, script: Script): Inspection {
+  const entries = (list: unknown): Inspection["holders"] | undefined => {
+    if (!Array.isArray(list) || list.length % 3 !== 0) return undefined;
+    const out: Inspection["holders"] = [];
+    for (let i = 0; i < list.length; i += 3) {
+      const [token, weight, expiresInMs] = [list[i], list[i + 1], list[i + 2]];
+      if (typeof token !== "string" || typeof weight !== "number" || typeof expiresInMs !== "number") return undefined;
+      out.push({ token, weight, expiresInMs });
+    }
+    return out;
+  };
+  if (Array.isArray(reply) && reply.length === 2) {
+    const holders = entries(reply[0]);
+    const waiters = entries(reply[1]);
+    if (holders !== undefined && waiters !== undefined) return { holders, waiters };
+  }
+  throw unexpected(reply, script);
+}
+
 function unexpected(reply: unknown, script: Script): Error {
   return new Error(`unexpected reply ${JSON.stringify(reply)} from ${script.name}`);
 }
@@ -127,11 +150,17 @@ class RedisLeaseStore implements RedisStore {
   readonly #channels = new Map<string, { listeners: Set<(grant: Grant) => void>; ready: Promise<unknown> }>();
   #idle: NodeJS.Timeout | undefined;
 
+  // A plain field, not #private: wrappers made with Object.create(store) must keep working.
+  private readonly scripts: Scripts;
+
   constructor(
     readonly client: RedisClient,
     readonly timeoutMs: number,
     readonly waiterLeaseMs: number,
-  ) {}
+    table: Scripts,
+  ) {
+    this.scripts = table;
+  }
 
   async semaphoreAcquire(
     key: string,
@@ -144,22 +173,22 @@ class RedisLeaseStore implements RedisStore {
     if (weight === 1 && queue === undefined) {
       // Almost every request: three declared keys instead of seven. The full script
       // runs only when the id has waiters or heavier holders (the reply says so).
-      const take = scripts.semaphoreTake;
+      const take = this.scripts.semaphoreTake;
       const reply = await runScript(this.client, take, [key, `${key}:w`, `${key}:q`], [token, limit, leaseMs]);
       if (!(Array.isArray(reply) && reply[0] === -1)) return acquireReply(reply, take);
     }
-    const script = scripts.semaphoreAcquire;
+    const script = this.scripts.semaphoreAcquire;
     const args = [token, limit, weight, leaseMs, queue?.claimMs ?? 0, queue?.maxQueue ?? 0, channelOf(key)];
     return acquireReply(await runScript(this.client, script, semaphoreKeys(key), args), script);
   }
 
   async semaphoreExtend(key: string, token: string, leaseMs: number): Promise<boolean> {
-    const script = scripts.semaphoreExtend;
+    const script = this.scripts.semaphoreExtend;
     return flag(await runScript(this.client, script, [key, `${key}:w`], [token, leaseMs]), script);
   }
 
   async semaphoreRelease(key: string, token: string, weight?: number): Promise<boolean> {
-    const script = scripts.semaphoreRelease;
+    const script = this.scripts.semaphoreRelease;
     return this.#released(
       await runScript(this.client, script, semaphoreKeys(key), [token, channelOf(key), weight ?? 0]),
       key,
@@ -168,13 +197,13 @@ class RedisLeaseStore implements RedisStore {
   }
 
   async semaphoreCount(key: string): Promise<number> {
-    const reply = await runScript(this.client, scripts.semaphoreCount, [key], []);
+    const reply = await runScript(this.client, this.scripts.semaphoreCount, [key], []);
     if (typeof reply === "number" && Number.isInteger(reply) && reply >= 0) return reply;
-    throw unexpected(reply, scripts.semaphoreCount);
+    throw unexpected(reply, this.scripts.semaphoreCount);
   }
 
   async semaphoreStats(key: string): Promise<SemaphoreFigures> {
-    const script = scripts.semaphoreStats;
+    const script = this.scripts.semaphoreStats;
     const reply = await runScript(this.client, script, [key, `${key}:w`, `${key}:qe`], []);
     if (Array.isArray(reply) && reply.length === 3 && reply.every((n) => Number.isInteger(n) && n >= 0)) {
       const [used, holders, waiting] = reply as [number, number, number];
@@ -184,7 +213,7 @@ class RedisLeaseStore implements RedisStore {
   }
 
   async lockStats(key: string): Promise<LockStats> {
-    const script = scripts.lockStats;
+    const script = this.scripts.lockStats;
     const reply = await runScript(this.client, script, [key], []);
     if (Array.isArray(reply) && reply.length === 2 && (reply[0] === 0 || reply[0] === 1) && Number.isInteger(reply[1])) {
       return { held: reply[0] === 1, expiresInMs: reply[1] as number };
@@ -192,12 +221,22 @@ class RedisLeaseStore implements RedisStore {
     throw unexpected(reply, script);
   }
 
+  async semaphoreInspect(key: string): Promise<Inspection> {
+    const script = this.scripts.semaphoreInspect;
+    return inspection(await runScript(this.client, script, semaphoreKeys(key), []), script);
+  }
+
+  async lockInspect(key: string): Promise<Inspection> {
+    const script = this.scripts.lockInspect;
+    return inspection(await runScript(this.client, script, lockKeys(key), []), script);
+  }
+
   async semaphoreLeave(key: string, token: string): Promise<void> {
-    await runScript(this.client, scripts.semaphoreLeave, semaphoreKeys(key), [token, channelOf(key)]);
+    await runScript(this.client, this.scripts.semaphoreLeave, semaphoreKeys(key), [token, channelOf(key)]);
   }
 
   async semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
-    const script = scripts.semaphoreRefreshWaiters;
+    const script = this.scripts.semaphoreRefreshWaiters;
     return refreshed(
       await runScript(this.client, script, semaphoreKeys(key), [claimMs, channelOf(key), ...tokens]),
       tokens.length,
@@ -206,27 +245,27 @@ class RedisLeaseStore implements RedisStore {
   }
 
   async lockAcquire(key: string, token: string, ttlMs: number, queue?: QueueOptions): Promise<AcquireReply> {
-    const script = scripts.lockAcquire;
+    const script = this.scripts.lockAcquire;
     const args = [token, ttlMs, queue?.claimMs ?? 0, queue?.maxQueue ?? 0, channelOf(key)];
     return acquireReply(await runScript(this.client, script, lockKeys(key), args), script);
   }
 
   async lockExtend(key: string, token: string, ttlMs: number): Promise<boolean> {
-    const script = scripts.lockExtend;
+    const script = this.scripts.lockExtend;
     return flag(await runScript(this.client, script, [key], [token, ttlMs]), script);
   }
 
   async lockRelease(key: string, token: string): Promise<boolean> {
-    const script = scripts.lockRelease;
+    const script = this.scripts.lockRelease;
     return this.#released(await runScript(this.client, script, lockKeys(key), [token, channelOf(key)]), key, script);
   }
 
   async lockLeave(key: string, token: string): Promise<void> {
-    await runScript(this.client, scripts.lockLeave, lockKeys(key), [token, channelOf(key)]);
+    await runScript(this.client, this.scripts.lockLeave, lockKeys(key), [token, channelOf(key)]);
   }
 
   async lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
-    const script = scripts.lockRefreshWaiters;
+    const script = this.scripts.lockRefreshWaiters;
     return refreshed(
       await runScript(this.client, script, lockKeys(key), [claimMs, channelOf(key), ...tokens]),
       tokens.length,
@@ -347,6 +386,11 @@ async function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
  * ```
  */
 export function redisStore(client: RedisClient, options: RedisStoreOptions = {}): RedisStore {
+  return createRedisStore(client, options, scripts);
+}
+
+/** {@link redisStore} over a given script table: the model-based suite passes one whose clock it sets. */
+export function createRedisStore(client: RedisClient, options: RedisStoreOptions, table: Scripts): RedisStore {
   if (typeof client !== "object" || client === null || typeof client.evalsha !== "function") {
     throw new ValidationError("client", "redisStore(client) needs an ioredis Redis or Cluster (anything with evalsha and eval).");
   }
@@ -364,5 +408,5 @@ export function redisStore(client: RedisClient, options: RedisStoreOptions = {})
           given.waiterLeaseMs,
           "Pass how long a waiter stays queued without its process refreshing it, e.g. 5000.",
         );
-  return new RedisLeaseStore(client, timeoutMs, waiterLeaseMs);
+  return new RedisLeaseStore(client, timeoutMs, waiterLeaseMs, table);
 }

@@ -15,8 +15,8 @@ export interface AcquireReply {
 export interface QueueOptions {
   /**
    * The waiter's own lease: its process must refresh it within this time, or
-   * the waiter is dropped (its process died). Also how long a permit granted
-   * to a waiter stays reserved until the waiter claims it.
+   * the waiter is dropped (its process died). A permit granted to a waiter
+   * stays reserved until its waiter lease ends, unless it is claimed first.
    */
   claimMs: number;
   /** The most waiters on one id; 0 for no bound. */
@@ -44,6 +44,23 @@ export interface LockStats {
   held: boolean;
   /** Ms until the current lease ends if not renewed; 0 when free. */
   expiresInMs: number;
+}
+
+/** One live lease or waiter, as an inspection lists it. */
+export interface InspectedEntry {
+  token: string;
+  /** Permits it holds or waits for (1 for a lock). */
+  weight: number;
+  /** Ms until its lease (or waiter lease, or a grant's reservation) ends if not renewed. */
+  expiresInMs: number;
+}
+
+/** Who holds an id and who waits for it, live entries only. */
+export interface Inspection {
+  /** In no particular order. */
+  holders: InspectedEntry[];
+  /** In queue order. */
+  waiters: InspectedEntry[];
 }
 
 /** Where a waiter stands: granted (claim it), still waiting, or gone from the queue. */
@@ -78,8 +95,11 @@ export interface Store {
   readonly waiterLeaseMs?: number;
 
   /**
-   * Prune lapsed holders and waiters, grant waiters that now fit, then take
-   * `weight` permits for `token` if they fit under `limit` and nobody waits.
+   * Prune lapsed holders and waiters, grant waiters that now fit (a waiter fits
+   * when the permits held, its own included, are within its own limit and the
+   * id's, which is the `limit` of the latest acquire that met or joined the
+   * queue), then take `weight` permits for `token` if they fit under `limit`
+   * and nobody waits.
    * With `queue`, a caller that finds no permit joins the queue instead of
    * being refused; a waiter calling again refreshes its place or claims its
    * grant. Idempotent per token: a token that already holds is refreshed,
@@ -105,6 +125,8 @@ export interface Store {
   semaphoreCount(key: string): Promise<number>;
   /** Permits used and holders (live only), and live waiters: one round trip, no writes. */
   semaphoreStats(key: string): Promise<SemaphoreFigures>;
+  /** Live holders (granted waiters included) and waiters of the semaphore: one round trip, no writes. */
+  semaphoreInspect(key: string): Promise<Inspection>;
   /** Leave the queue, returning a grant not yet claimed. */
   semaphoreLeave(key: string, token: string): Promise<void>;
   /** Keep these waiters' leases alive, grant who fits, and say where each stands. */
@@ -118,6 +140,8 @@ export interface Store {
   lockRelease(key: string, token: string): Promise<boolean>;
   /** Whether the lock is held and for how long yet. */
   lockStats(key: string): Promise<LockStats>;
+  /** The live holder (a granted waiter included) and the waiters of the lock: one round trip, no writes. */
+  lockInspect(key: string): Promise<Inspection>;
   /** Leave the lock's queue, returning a grant not yet claimed. */
   lockLeave(key: string, token: string): Promise<void>;
   /** Keep these waiters' leases alive, grant the lock if free, and say where each stands. */

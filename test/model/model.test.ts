@@ -1,0 +1,404 @@
+// The model-based suite: random command sequences drive the reference model
+// (model.ts), the memory store and the Redis store (its scripts built on a
+// clock the suite sets) in lockstep. After every step the three must give the
+// same answers and hold the same state, the limit rule must hold, every Redis
+// key must have an expiry that covers what it holds and nothing beyond what
+// was ever granted, and the memory store must have a clean-up armed for every
+// id. After every sequence, time runs out and nothing may remain.
+//
+// MODEL_RUNS sets the number of sequences (npm run test:model runs thousands);
+// a failure prints fast-check's seed and path: MODEL_SEED and MODEL_PATH replay it.
+import fc from "fast-check";
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Inspection, Store } from "../../src/index.js";
+import { createMemoryStore } from "../../src/store/memory.js";
+import { createRedisStore } from "../../src/store/redis.js";
+import { newRedis, uniquePrefix } from "../support/redis.js";
+import { type AcquireAnswer, type Announced, LockModel, type Queueing, SemaphoreModel } from "./model.js";
+import { keysUnder, scriptsOnTestClock, TestTime } from "./time.js";
+
+const RUNS = Number(process.env.MODEL_RUNS ?? 200);
+const SEED = process.env.MODEL_SEED === undefined ? undefined : Number(process.env.MODEL_SEED);
+const PATH = process.env.MODEL_PATH;
+
+interface Caller {
+  weight: number;
+  limit: number;
+  leaseMs: number;
+  claimMs: number;
+  maxQueue: number;
+  queued: boolean;
+}
+
+const callerArbitrary: fc.Arbitrary<Caller> = fc.constantFrom(1, 1, 1, 2, 3, 4).chain((weight) =>
+  fc.record({
+    weight: fc.constant(weight),
+    // Callers of one id pass different limits: the rule must hold for each.
+    limit: fc.integer({ min: Math.max(weight, 1), max: 5 }),
+    leaseMs: fc.constantFrom(300, 1000, 5000),
+    claimMs: fc.constantFrom(500, 2000),
+    maxQueue: fc.constantFrom(0, 0, 1, 2, 3),
+    queued: fc.boolean(),
+  }),
+);
+
+type Storekeeper = Store & { debugIds?: () => { semaphores: [string, boolean][]; locks: [string, boolean][] } };
+
+let redis: Redis;
+let subscriber: Redis;
+const heard = new Map<string, Announced[]>();
+
+beforeAll(async () => {
+  redis = newRedis();
+  subscriber = newRedis();
+  subscriber.on("message", (channel: string, message: string) => {
+    const [reserved, ...tokens] = message.split(" ");
+    const list = heard.get(channel) ?? [];
+    list.push({ tokens, reservedMs: Number(reserved) });
+    heard.set(channel, list);
+  });
+});
+
+afterAll(() => {
+  subscriber.disconnect();
+});
+
+/** The stores and the model, side by side, on one clock. */
+class World {
+  readonly time = new TestTime();
+  readonly sem = new SemaphoreModel();
+  readonly lock = new LockModel();
+  readonly prefix = uniquePrefix("model");
+  readonly semKey = `{${this.prefix}:s}`;
+  readonly lockKey = `{${this.prefix}:l}`;
+  readonly memory = createMemoryStore({}, this.time.memoryClock) as Storekeeper;
+  readonly redis = createRedisStore(redis, { timeoutMs: 5000 }, scriptsOnTestClock) as Storekeeper;
+  readonly memoryHeard = new Map<string, Announced[]>();
+  readonly log: string[] = [];
+  #semGen: number[];
+  #lockGen: number[];
+  #seen = { sem: 0, lock: 0 };
+  maxEverSem = 0;
+  maxEverLock = 0;
+
+  constructor(readonly callers: Caller[]) {
+    this.#semGen = callers.map(() => 0);
+    this.#lockGen = callers.map(() => 0);
+  }
+
+  async start(): Promise<void> {
+    await this.time.start(redis);
+    for (const key of [this.semKey, this.lockKey]) {
+      this.memoryHeard.set(key, []);
+      await this.memory.watch(key, (grant) =>
+        this.memoryHeard.get(key)?.push({ tokens: [...grant.tokens], reservedMs: grant.reservedMs }),
+      );
+      heard.set(`${key}:ch`, []);
+      await subscriber.subscribe(`${key}:ch`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    await subscriber.unsubscribe(`${this.semKey}:ch`, `${this.lockKey}:ch`);
+  }
+
+  caller(index: number): Caller {
+    return this.callers[index % this.callers.length] as Caller;
+  }
+
+  semToken(index: number): string {
+    const i = index % this.callers.length;
+    return `s${i}.${this.#semGen[i]}`;
+  }
+
+  lockToken(index: number): string {
+    const i = index % this.callers.length;
+    return `l${i}.${this.#lockGen[i]}`;
+  }
+
+  /** A caller that released or left comes back, if ever, with a new token, as the engine does. */
+  retire(kind: "sem" | "lock", index: number): void {
+    const gens = kind === "sem" ? this.#semGen : this.#lockGen;
+    const i = index % this.callers.length;
+    gens[i] = (gens[i] as number) + 1;
+  }
+
+  /** One operation on the model and both stores; their answers must agree. */
+  async step<T>(label: string, model: (now: number) => T, store: (s: Storekeeper) => Promise<T>): Promise<void> {
+    this.log.push(`@${this.time.now % 1_000_000} ${label}`);
+    const expected = model(this.time.now);
+    const fromMemory = await store(this.memory);
+    const fromRedis = await store(this.redis);
+    expect(fromMemory, `memory: ${label}\n${this.log.join("\n")}`).toEqual(expected);
+    expect(fromRedis, `redis: ${label}\n${this.log.join("\n")}`).toEqual(expected);
+    await this.verify(label);
+  }
+
+  async advance(ms: number): Promise<void> {
+    this.log.push(`@${this.time.now % 1_000_000} advance ${ms}`);
+    await this.time.advance(ms, redis, `{${this.prefix}:*`);
+    await this.verify(`advance ${ms}`);
+  }
+
+  #track(): void {
+    const now = this.time.now;
+    void now;
+    for (const h of this.sem.holders.values()) this.maxEverSem = Math.max(this.maxEverSem, h.expiresAt);
+    for (const w of this.sem.queue) this.maxEverSem = Math.max(this.maxEverSem, w.expiresAt);
+    if (this.lock.holder) this.maxEverLock = Math.max(this.maxEverLock, this.lock.holder.expiresAt);
+    for (const w of this.lock.queue) this.maxEverLock = Math.max(this.maxEverLock, w.expiresAt);
+  }
+
+  /** Everything that must hold after every step. */
+  async verify(label: string): Promise<void> {
+    const context = `after ${label}\n${this.log.join("\n")}`;
+    const now = this.time.now;
+    this.#track();
+    expect(this.sem.violations, context).toEqual([]);
+
+    // Every read at once: they are independent, and one round trip keeps thousands of steps fast.
+    const [, semState, lockState, figures, expiries] = await Promise.all([
+      subscriber.ping(),
+      Promise.all([this.memory, this.redis].map(async (store) => sorted(await store.semaphoreInspect(this.semKey)))),
+      Promise.all([this.memory, this.redis].map((store) => store.lockInspect(this.lockKey))),
+      Promise.all(
+        [this.memory, this.redis].map(async (store) => ({
+          stats: await store.semaphoreStats(this.semKey),
+          count: await store.semaphoreCount(this.semKey),
+          lock: await store.lockStats(this.lockKey),
+        })),
+      ),
+      keysUnder(redis, `{${this.prefix}:*`).then(async (keys) => {
+        const ats = await Promise.all(keys.map((key) => redis.pexpiretime(key)));
+        return new Map(keys.map((key, i) => [key, ats[i] as number]));
+      }),
+    ]);
+    await new Promise((resolve) => setImmediate(resolve));
+
+    // Grants: the same tokens, in the same batches and order, as the model made them.
+    const semGrants = this.sem.grants.slice(this.#seen.sem);
+    const lockGrants = this.lock.grants.slice(this.#seen.lock);
+    this.#seen = { sem: this.sem.grants.length, lock: this.lock.grants.length };
+    expect(drain(this.memoryHeard, this.semKey), `memory grants ${context}`).toEqual(semGrants);
+    expect(drain(heard, `${this.semKey}:ch`), `redis grants ${context}`).toEqual(semGrants);
+    expect(drain(this.memoryHeard, this.lockKey), `memory lock grants ${context}`).toEqual(lockGrants);
+    expect(drain(heard, `${this.lockKey}:ch`), `redis lock grants ${context}`).toEqual(lockGrants);
+
+    // State: who holds and who waits, with their expiries; figures.
+    ["memory", "redis"].forEach((name, i) => {
+      expect(semState[i], `${name} semaphore state ${context}`).toEqual(this.sem.inspect(now));
+      expect(lockState[i], `${name} lock state ${context}`).toEqual(this.lock.inspect(now));
+      const stats = this.sem.stats(now);
+      expect(figures[i], `${name} figures ${context}`).toEqual({ stats, count: stats.holders, lock: this.lock.stats(now) });
+    });
+
+    // Redis: every key has an expiry; it covers what the key holds, and nothing beyond what was ever granted.
+    for (const [key, at] of expiries) {
+      expect(at, `${key} has no expiry ${context}`).toBeGreaterThan(0);
+      const bound = key.startsWith(this.semKey) ? this.maxEverSem : this.maxEverLock;
+      expect(at, `${key} outlives every lease ${context}`).toBeLessThanOrEqual(bound + 1);
+    }
+    const covers = (key: string, latest: number | undefined): void => {
+      if (latest === undefined) return;
+      expect(expiries.get(key), `${key} lapses before what it holds ${context}`).toBeGreaterThanOrEqual(latest);
+    };
+    const semLatest = this.sem.latest(now);
+    covers(this.semKey, semLatest.holders);
+    covers(`${this.semKey}:w`, semLatest.heavy);
+    for (const suffix of [":q", ":qi", ":qe", ":n", ":l"]) covers(`${this.semKey}${suffix}`, semLatest.waiters);
+    const lockHolder = this.lock.holder !== undefined && this.lock.holder.expiresAt > now ? this.lock.holder : undefined;
+    if (lockHolder) expect(expiries.get(this.lockKey), `lock key expiry ${context}`).toBe(lockHolder.expiresAt);
+    const lockWaiters = this.lock.queue.filter((w) => w.expiresAt > now).map((w) => w.expiresAt);
+    if (lockWaiters.length > 0) {
+      for (const suffix of [":q", ":qi", ":qe", ":n"]) covers(`${this.lockKey}${suffix}`, Math.max(...lockWaiters));
+    }
+
+    // Memory: every id it keeps has its clean-up armed, so nothing can be left behind.
+    const ids = this.memory.debugIds?.();
+    for (const [key, armed] of [...(ids?.semaphores ?? []), ...(ids?.locks ?? [])]) {
+      expect(armed, `memory keeps ${key} without a clean-up ${context}`).toBe(true);
+    }
+  }
+
+  /** Time runs out: both stores must be empty. */
+  async finish(): Promise<void> {
+    await this.advance(Math.max(1, Math.max(this.maxEverSem, this.maxEverLock) + 5 - this.time.now));
+    expect(await keysUnder(redis, `{${this.prefix}:*`), `keys left behind\n${this.log.join("\n")}`).toEqual([]);
+    expect(this.memory.debugIds?.(), `memory ids left behind\n${this.log.join("\n")}`).toEqual({ semaphores: [], locks: [] });
+  }
+}
+
+function drain(map: Map<string, Announced[]>, key: string): Announced[] {
+  const list = map.get(key) ?? [];
+  map.set(key, []);
+  return list;
+}
+
+function sorted(inspection: Inspection): Inspection {
+  return { holders: [...inspection.holders].sort((a, b) => (a.token < b.token ? -1 : 1)), waiters: inspection.waiters };
+}
+
+const queueing = (caller: Caller): Queueing | undefined =>
+  caller.queued ? { claimMs: caller.claimMs, maxQueue: caller.maxQueue } : undefined;
+
+type Command = fc.AsyncCommand<object, World>;
+
+function command(name: string, run: (world: World) => Promise<void>): Command {
+  return { check: () => true, run: (_model, world) => run(world), toString: () => name };
+}
+
+const index = fc.nat({ max: 5 });
+
+const semaphoreCommands = [
+  index.map((i) =>
+    command(`semaphore acquire c${i}`, async (w) => {
+      const c = w.caller(i);
+      const token = w.semToken(i);
+      const queue = queueing(c);
+      await w.step<AcquireAnswer>(
+        `semaphore acquire ${token} (w${c.weight} limit ${c.limit} lease ${c.leaseMs}${queue ? ` queue ${queue.claimMs}/${queue.maxQueue}` : ""})`,
+        (now) => w.sem.acquire(now, token, c.limit, c.weight, c.leaseMs, queue),
+        (s) => s.semaphoreAcquire(w.semKey, token, c.limit, c.weight, c.leaseMs, queue),
+      );
+    }),
+  ),
+  index.map((i) =>
+    command(`semaphore release c${i}`, async (w) => {
+      const token = w.semToken(i);
+      const weight = w.caller(i).weight;
+      await w.step(
+        `semaphore release ${token}`,
+        (now) => w.sem.release(now, token),
+        (s) => s.semaphoreRelease(w.semKey, token, weight),
+      );
+      w.retire("sem", i);
+    }),
+  ),
+  fc.tuple(index, fc.constantFrom(300, 1000, 5000)).map(([i, ms]) =>
+    command(`semaphore extend c${i} ${ms}`, async (w) => {
+      const token = w.semToken(i);
+      await w.step(
+        `semaphore extend ${token} ${ms}`,
+        (now) => w.sem.extend(now, token, ms),
+        (s) => s.semaphoreExtend(w.semKey, token, ms),
+      );
+    }),
+  ),
+  index.map((i) =>
+    command(`semaphore leave c${i}`, async (w) => {
+      const token = w.semToken(i);
+      await w.step(
+        `semaphore leave ${token}`,
+        (now) => w.sem.leave(now, token),
+        (s) => s.semaphoreLeave(w.semKey, token),
+      );
+      w.retire("sem", i);
+    }),
+  ),
+  fc.tuple(fc.integer({ min: 1, max: 63 }), fc.constantFrom(500, 2000)).map(([mask, claimMs]) =>
+    command(`semaphore refresh ${mask} ${claimMs}`, async (w) => {
+      const tokens = w.callers.map((_, i) => w.semToken(i)).filter((_, i) => (mask >> i) & 1);
+      if (tokens.length === 0) return;
+      await w.step(
+        `semaphore refresh ${tokens.join(",")} ${claimMs}`,
+        (now) => w.sem.refresh(now, tokens, claimMs),
+        (s) => s.semaphoreRefreshWaiters(w.semKey, tokens, claimMs),
+      );
+    }),
+  ),
+];
+
+const lockCommands = [
+  index.map((i) =>
+    command(`lock acquire c${i}`, async (w) => {
+      const c = w.caller(i);
+      const token = w.lockToken(i);
+      const queue = queueing(c);
+      await w.step(
+        `lock acquire ${token} (ttl ${c.leaseMs}${queue ? ` queue ${queue.claimMs}/${queue.maxQueue}` : ""})`,
+        (now) => w.lock.acquire(now, token, c.leaseMs, queue),
+        (s) => s.lockAcquire(w.lockKey, token, c.leaseMs, queue),
+      );
+    }),
+  ),
+  index.map((i) =>
+    command(`lock release c${i}`, async (w) => {
+      const token = w.lockToken(i);
+      await w.step(
+        `lock release ${token}`,
+        (now) => w.lock.release(now, token),
+        (s) => s.lockRelease(w.lockKey, token),
+      );
+      w.retire("lock", i);
+    }),
+  ),
+  fc.tuple(index, fc.constantFrom(300, 1000, 5000)).map(([i, ms]) =>
+    command(`lock extend c${i} ${ms}`, async (w) => {
+      const token = w.lockToken(i);
+      await w.step(
+        `lock extend ${token} ${ms}`,
+        (now) => w.lock.extend(now, token, ms),
+        (s) => s.lockExtend(w.lockKey, token, ms),
+      );
+    }),
+  ),
+  index.map((i) =>
+    command(`lock leave c${i}`, async (w) => {
+      const token = w.lockToken(i);
+      await w.step(
+        `lock leave ${token}`,
+        (now) => w.lock.leave(now, token),
+        (s) => s.lockLeave(w.lockKey, token),
+      );
+      w.retire("lock", i);
+    }),
+  ),
+  fc.tuple(fc.integer({ min: 1, max: 63 }), fc.constantFrom(500, 2000)).map(([mask, claimMs]) =>
+    command(`lock refresh ${mask} ${claimMs}`, async (w) => {
+      const tokens = w.callers.map((_, i) => w.lockToken(i)).filter((_, i) => (mask >> i) & 1);
+      if (tokens.length === 0) return;
+      await w.step(
+        `lock refresh ${tokens.join(",")} ${claimMs}`,
+        (now) => w.lock.refresh(now, tokens, claimMs),
+        (s) => s.lockRefreshWaiters(w.lockKey, tokens, claimMs),
+      );
+    }),
+  ),
+];
+
+const clockCommands = [
+  fc
+    .constantFrom(1, 50, 299, 300, 301, 499, 500, 501, 1000, 1999, 2000, 5000)
+    .map((ms) => command(`advance ${ms}`, (w) => w.advance(ms))),
+];
+
+describe("model-based: both stores against the reference model", () => {
+  it(`agree on every answer and every state, and keep the limit and the expiries (${RUNS} sequences)`, async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(callerArbitrary, { minLength: 2, maxLength: 6 }),
+        fc.commands([...semaphoreCommands, ...semaphoreCommands, ...lockCommands, ...clockCommands, ...clockCommands], {
+          maxCommands: 80,
+          size: "max",
+        }),
+        async (callers, commands) => {
+          const world = new World(callers);
+          await world.start();
+          try {
+            await fc.asyncModelRun(() => ({ model: {}, real: world }), commands);
+            await world.finish();
+          } finally {
+            await world.stop();
+          }
+        },
+      ),
+      {
+        numRuns: RUNS,
+        ...(SEED === undefined ? {} : { seed: SEED }),
+        ...(PATH === undefined ? {} : { path: PATH }),
+        endOnFailure: false,
+      },
+    );
+  }, 600_000);
+});
