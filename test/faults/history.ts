@@ -8,6 +8,11 @@ export interface HistoryEvent {
   t: bigint;
   tok?: string;
   code?: string;
+  /** On `enter`: the permits held and the limit the call passed (absent: 1 and the scenario's limit). */
+  w?: number;
+  l?: number;
+  /** On `enter`: when the call was made (hrtime), before the store admitted it. */
+  sent?: bigint;
 }
 
 export interface LoadProcess {
@@ -26,8 +31,8 @@ export function startLoad(env: Record<string, string | number>): LoadProcess {
   });
   const events: HistoryEvent[] = [];
   createInterface({ input: child.stdout! }).on("line", (line) => {
-    const raw = JSON.parse(line) as Omit<HistoryEvent, "t"> & { t: string };
-    events.push({ ...raw, t: BigInt(raw.t) });
+    const { t, sent, ...raw } = JSON.parse(line) as Omit<HistoryEvent, "t" | "sent"> & { t: string; sent?: string };
+    events.push({ ...raw, t: BigInt(t), ...(sent === undefined ? {} : { sent: BigInt(sent) }) });
   });
   const finished = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   return { child, events, finished };
@@ -47,12 +52,22 @@ export interface Verdict {
 /**
  * Sweeps the merged history of every process. A holder is inside from its
  * `enter` to its `exit` (or, if its process was killed, to the kill). At any
- * instant the holders *not* told of a loss must number at most `limit`:
- * over-admission is allowed only where its holder was told (the signal
- * aborted, or `run` rejected with the LeaseLost error).
+ * instant the permits of the holders *not* told of a loss must fit within
+ * the largest limit among them: over-admission is allowed only where its
+ * holder was told (the signal aborted, or `run` rejected with the LeaseLost
+ * error). Why the largest: of the holders inside at an instant, the one
+ * admitted last was admitted while all the others held, so their permits,
+ * its own included, fitted its limit. With one limit for all, that is the
+ * plain rule "at most `limit` permits held".
+ *
+ * And per admission, the sharper rule each caller's own limit implies: the
+ * holders that entered before a call was made, and were still inside when
+ * it entered, were admitted before it and held when it was admitted, so
+ * their permits and its own must fit within its limit.
  */
 export function check(processes: LoadProcess[], limit: number): Verdict {
   const lost = new Set<string>();
+  const shape = new Map<string, { w: number; l: number; sent: bigint | undefined; t: bigint }>();
   const steps: { t: bigint; tok: string; delta: 1 | -1 }[] = [];
   let operations = 0;
   let errors = 0;
@@ -66,6 +81,7 @@ export function check(processes: LoadProcess[], limit: number): Verdict {
       if (event.tok === undefined) continue;
       if (event.e === "enter") {
         operations++;
+        shape.set(event.tok, { w: event.w ?? 1, l: event.l ?? limit, sent: event.sent, t: event.t });
         open.add(event.tok);
         steps.push({ t: event.t, tok: event.tok, delta: 1 });
       } else if (event.e === "exit" && open.delete(event.tok)) {
@@ -81,15 +97,35 @@ export function check(processes: LoadProcess[], limit: number): Verdict {
   let unexplained = 0;
   const problems: string[] = [];
   for (const step of steps) {
-    if (step.delta === 1) inside.add(step.tok);
-    else inside.delete(step.tok);
-    maxHolders = Math.max(maxHolders, inside.size);
-    if (inside.size > limit) {
-      const untold = [...inside].filter((tok) => !lost.has(tok)).length;
-      if (untold > limit) {
-        unexplained++;
-        if (problems.length < 5) problems.push(`${untold} holders not told of a loss at t=${step.t} (limit ${limit})`);
+    if (step.delta === 1) {
+      const entering = shape.get(step.tok);
+      if (entering?.sent !== undefined && !lost.has(step.tok)) {
+        let before = entering.w;
+        for (const tok of inside) {
+          const other = shape.get(tok);
+          if (other !== undefined && !lost.has(tok) && other.t < entering.sent) before += other.w;
+        }
+        if (before > entering.l) {
+          unexplained++;
+          if (problems.length < 5)
+            problems.push(`${step.tok} admitted with ${before} permits held under its limit ${entering.l}`);
+        }
       }
+      inside.add(step.tok);
+    } else inside.delete(step.tok);
+    maxHolders = Math.max(maxHolders, inside.size);
+    let permits = 0;
+    let bound = 0;
+    for (const tok of inside) {
+      if (lost.has(tok)) continue;
+      const { w, l } = shape.get(tok) ?? { w: 1, l: limit };
+      permits += w;
+      bound = Math.max(bound, l);
+    }
+    if (permits > bound) {
+      unexplained++;
+      if (problems.length < 5)
+        problems.push(`${permits} permits held by holders not told of a loss at t=${step.t} (limit ${bound})`);
     }
   }
   return { operations, maxHolders, declaredLosses: lost.size, unexplained, errors, problems };

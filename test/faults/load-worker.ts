@@ -15,9 +15,14 @@ if (skew !== 0) {
 
 const redis = new Redis(process.env.REDIS_URL as string, { maxRetriesPerRequest: null, enableOfflineQueue: true });
 redis.on("error", () => {});
-const store = redisStore(redis, { timeoutMs: env("TIMEOUT_MS", 1000) });
+const store = redisStore(redis, { timeoutMs: env("TIMEOUT_MS", 1000), waiterLeaseMs: env("WAITER_LEASE_MS", 5000) });
 const limit = env("LIMIT", 20);
 const slots = semaphore({ client: store, prefix: process.env.PREFIX ?? "faults", limit, leaseMs: env("LEASE_MS", 2000) });
+// Mixed limits (LIMITS="4,6,8": caller n passes the n-th, cyclically), weights 1..WEIGHT_MAX, and
+// queueing for up to WAIT_MS instead of failing fast: the waiting room under the same checker.
+const limits = (process.env.LIMITS ?? "").split(",").filter(Boolean).map(Number);
+const weightMax = env("WEIGHT_MAX", 1);
+const waitMs = env("WAIT_MS", 0);
 const id = process.env.ID ?? "k";
 const holdMin = env("HOLD_MIN", 5);
 const holdMax = env("HOLD_MAX", 50);
@@ -30,14 +35,18 @@ function emit(event: Record<string, unknown>): void {
 }
 
 async function caller(n: number): Promise<void> {
+  const own = limits.length > 0 ? (limits[n % limits.length] as number) : limit;
   while (performance.now() < deadline) {
     let token: string | undefined;
+    const weight = 1 + Math.floor(Math.random() * Math.min(weightMax, own));
+    // When this call was made: the store admitted it later, so whoever entered before now was admitted before it.
+    const sent = process.hrtime.bigint().toString();
     try {
       await slots.run(
         id,
         async (lease) => {
           token = lease.token;
-          emit({ e: "enter", tok: token });
+          emit({ e: "enter", tok: token, w: weight, l: own, sent });
           lease.signal.addEventListener("abort", () => emit({ e: "lost", tok: token }), { once: true });
           if (blockMs > 0) {
             const until = performance.now() + blockMs;
@@ -49,7 +58,12 @@ async function caller(n: number): Promise<void> {
           }
           emit({ e: "exit", tok: token });
         },
-        heartbeat === undefined ? {} : { heartbeatMs: heartbeat },
+        {
+          ...(heartbeat === undefined ? {} : { heartbeatMs: heartbeat }),
+          ...(limits.length > 0 ? { limit: own } : {}),
+          ...(weight > 1 ? { weight } : {}),
+          ...(waitMs > 0 ? { waitMs } : {}),
+        },
       );
       emit({ e: "released", tok: token });
     } catch (error) {

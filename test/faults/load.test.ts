@@ -233,6 +233,34 @@ describe("history checker under load and process faults", () => {
     expect(leaks).toBe(0);
   });
 
+  it("15. waiting room: queued waiters, weights 1-3, limits 4/6/8, a process killed mid-run", async () => {
+    const server = await ownRedis();
+    const leaseMs = 1500;
+    const settings = { url: server.url, prefix: "waiting", limit: 8, leaseMs };
+    const loads = startLoads(server.url, settings.prefix, {
+      processes: 3,
+      callers: 12,
+      limit: 8,
+      leaseMs,
+      durationMs: 5000,
+      holdMin: 5,
+      holdMax: 80,
+      extraEnv: () => ({ LIMITS: "4,6,8", WEIGHT_MAX: 3, WAIT_MS: 1500, WAITER_LEASE_MS: 900 }),
+    });
+    // One process dies with leases held and waiters queued: its grants and places must lapse, not block or leak.
+    await eventually(() => (loads[0]?.events.filter((e) => e.e === "enter").length ?? 0) > 20, 20_000);
+    loads[0]!.killedAt = hrnow();
+    loads[0]!.child.kill("SIGKILL");
+    await Promise.all(loads.map((load) => load.finished));
+    const { verdict, leaks } = await verdictOf("15. waiting room, weights, mixed limits, SIGKILL", loads, settings);
+    expect(verdict.unexplained).toBe(0);
+    expect(verdict.errors).toBe(0);
+    expect(leaks).toBe(0);
+    // The queue kept moving after the kill: the survivors went on being admitted.
+    const after = loads.slice(1).flatMap((load) => load.events.filter((e) => e.e === "enter" && e.t > loads[0]!.killedAt!));
+    expect(after.length).toBeGreaterThan(20);
+  });
+
   it("12. client clock skew of plus or minus one lease on one process changes nothing", async () => {
     const server = await ownRedis();
     const leaseMs = 2000;
