@@ -2,13 +2,13 @@
 -- A shebang without allow-oom: at maxmemory with noeviction, taking a new lease is refused up front (OOM).
 -- Take a lock, or join its waiting room, or say how long it stays held.
 -- KEYS[1] lock: holds the holder's token, expiring with the lease
--- KEYS[2] queue  KEYS[3] info  KEYS[4] expiry  KEYS[5] tickets  (see lib/queue.lua)
+-- KEYS[2] queue  KEYS[3] expiry  (see lib/queue.lua)
 -- ARGV[1] token  ARGV[2] ttl ms  ARGV[3] claim ms (waiter lease; 0 fails fast)
--- ARGV[4] max queue length, 0 for none  ARGV[5] channel announcing grants
+-- ARGV[4] max queue length, 0 for none
 -- Returns {1, 0} when the token holds the lock, {2, ms} when it waits, {0, ms}
 -- when refused, {3, ms} when the queue is full; ms until the lock expires.
-local lock, queue, info, expiry, tickets = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local token, ttl, claim, maxQueue, channel = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5]
+local lock, queue, expiry = KEYS[1], KEYS[2], KEYS[3]
+local token, ttl, claim, maxQueue = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 --!include lib/clock.lua
 
 -- The common case first, before any helper is defined: nobody waiting.
@@ -23,14 +23,14 @@ if redis.call('EXISTS', queue) == 0 then
   if claim == 0 then return {0, math.max(1, redis.call('PEXPIRETIME', lock) - now)} end
 end
 
-local limits = nil
+local info = nil
 --!include lib/queue.lua
---!include lib/grant-lock.lua
+--!include lib/settle-lock.lua
 
 local waiting = redis.call('EXISTS', queue) == 1
 if waiting then
   queue_prune(now)
-  grant(now, channel)
+  grant(now)
   waiting = redis.call('EXISTS', queue) == 1
 end
 
@@ -53,6 +53,6 @@ else
   queue_join(token, 1, 1, claim, now)
   reply = {2, 0}
 end
-queue_expire(now)
+settle(now)
 if reply[1] ~= 1 then reply[2] = math.max(1, redis.call('PEXPIRETIME', lock) - now) end
 return reply

@@ -2,7 +2,7 @@
 -- Who holds the lock and who waits for it; changes nothing.
 -- KEYS as lock-acquire.lua.
 -- Returns {holder, waiters}, each a flat list token, weight (1), ms left; waiters in ticket order.
-local lock, queue, expiry = KEYS[1], KEYS[2], KEYS[4]
+local lock, queue, expiry = KEYS[1], KEYS[2], KEYS[3]
 --!include lib/clock.lua
 
 local held = {}
@@ -12,11 +12,11 @@ if token and ends > now then held = {token, 1, ends - now} end
 local waiting = {}
 local order = redis.call('ZRANGE', queue, 0, -1)
 for i = 1, #order do
-  local ends = tonumber(redis.call('ZSCORE', expiry, order[i]))
-  if ends and ends > now then
+  local due = tonumber(redis.call('ZSCORE', expiry, order[i]))
+  if due and due > now then
     waiting[#waiting + 1] = order[i]
     waiting[#waiting + 1] = 1
-    waiting[#waiting + 1] = ends - now
+    waiting[#waiting + 1] = due - now
   end
 end
 return {held, waiting}

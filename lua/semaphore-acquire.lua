@@ -1,37 +1,37 @@
 #!lua
 -- A shebang without allow-oom: at maxmemory with noeviction, taking a new lease is refused up front (OOM).
--- Take permits of a semaphore, or join its waiting room, or say how long until one frees.
--- KEYS[1] holders  KEYS[2] weights  (see lib/holders.lua)
--- KEYS[3] queue  KEYS[4] info  KEYS[5] expiry  KEYS[6] tickets  KEYS[7] limits  (see lib/queue.lua)
+-- Take permits of a semaphore, or join its waiting room, or say how long until one frees:
+-- the full path, for weights, waiting, and ids with waiters or heavier holders.
+-- KEYS[1] holders  KEYS[2] meta  (see lib/holders.lua)  KEYS[3] queue  KEYS[4] expiry  (see lib/queue.lua)
 -- ARGV[1] token  ARGV[2] limit  ARGV[3] weight  ARGV[4] lease ms
 -- ARGV[5] claim ms: the waiter lease; 0 fails fast instead of queueing
--- ARGV[6] max queue length, 0 for none  ARGV[7] channel announcing grants
+-- ARGV[6] max queue length, 0 for none
 -- Returns {1, 0} when the token holds its permits, {2, ms} when it waits in the
 -- queue, {0, ms} when refused, {3, ms} when the queue is full; ms is the time
--- until the nearest lease ends.
-local holders, weights, queue, info, expiry, tickets, limits = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+-- until the nearest lease ends. A third item, 1 or 0, says whether the id still has
+-- waiters or heavier holders (the marker; see lib/settle.lua): the store's hint.
+local holders, meta, queue, expiry = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local info = meta
 local token, limit, weight, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local claim, maxQueue, channel = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
+local claim, maxQueue = tonumber(ARGV[5]), tonumber(ARGV[6])
 --!include lib/clock.lua
 
--- The common case first, before any helper is defined (defining them costs
--- each call more than its commands). semaphore-take.lua is the same step with
--- fewer keys, for callers that fail fast.
-if weight == 1 and redis.call('EXISTS', weights, queue) == 0 then
+if weight == 1 and not redis.call('ZSCORE', holders, '~') then
 --!include lib/take-one.lua
 end
 
 --!include lib/holders.lua
 --!include lib/queue.lua
---!include lib/grant-semaphore.lua
+--!include lib/grant.lua
+--!include lib/settle.lua
 
 holders_prune(now)
 local waiting = redis.call('EXISTS', queue) == 1
 if waiting then
   queue_prune(now)
   -- This caller's limit is now the id's limit as the store knows it, for the grants below.
-  redis.call('SET', limits, limit)
-  grant(now, channel)
+  redis.call('HSET', meta, '~l', limit)
+  grant(now)
   waiting = redis.call('EXISTS', queue) == 1
 end
 
@@ -54,11 +54,9 @@ elseif maxQueue > 0 and redis.call('ZCARD', queue) >= maxQueue then
   reply = {3, 0}
 else
   queue_join(token, weight, limit, claim, now)
-  redis.call('SET', limits, limit)
+  redis.call('HSET', meta, '~l', limit)
   reply = {2, 0}
 end
--- Every path leaves every key with the expiry of what it holds (grants included).
-holders_expire(now)
-queue_expire(now)
+reply[3] = settle(now)
 if reply[1] ~= 1 then reply[2] = holders_next(now) end
 return reply

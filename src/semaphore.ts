@@ -274,7 +274,7 @@ class SemaphoreOps extends KeyCalls implements KeyOps, LeaseBackend {
   }
 
   extend(token: string, ms: number): Promise<boolean> {
-    return this.store.semaphoreExtend(this.key, token, ms);
+    return this.store.semaphoreExtend(this.key, token, ms, this.weight);
   }
 
   release(token: string): Promise<boolean> {

@@ -103,7 +103,7 @@ describe("redis store", () => {
     const holders = `{${prefix}:k}`;
     expect(await redis.pttl(holders)).toBeGreaterThan(0);
     expect(await redis.pttl(holders)).toBeLessThanOrEqual(301);
-    expect(await redis.pttl(`${holders}:w`)).toBeLessThanOrEqual(301);
+    expect(await redis.pttl(`${holders}:m`)).toBeLessThanOrEqual(301);
     await eventually(async () => (await redis.keys(`*${prefix}*`)).length === 0);
   });
 
@@ -120,7 +120,7 @@ describe("redis store", () => {
     expect(await redis.pttl(holders)).toBeGreaterThan(4_000);
     await slots.acquire("k", { leaseMs: 20_000 });
     expect(await redis.pttl(holders)).toBeGreaterThan(19_000);
-    // Only the three-key script ran: no waiting-room or weights key was ever made.
+    // Only the one-key fast path ran: no waiting-room or meta key was ever made.
     expect((await redis.keys(`*${prefix}*`)).sort()).toEqual([holders]);
     await redis.del(holders);
   });
@@ -131,8 +131,12 @@ describe("redis store", () => {
     const slots = semaphore(redis, { limit: 5, prefix });
     const heavy = await slots.acquire("k", { weight: 3 });
     const light = await slots.acquire("k");
+    expect(await redis.exists(`{${prefix}:k}:m`)).toBe(1);
+    expect(await redis.zscore(`{${prefix}:k}`, "~")).not.toBeNull();
     await heavy?.release();
-    expect(await redis.exists(`{${prefix}:k}:w`)).toBe(1);
+    // Nobody heavier holds and nobody waits: the meta hash and the marker go, and the fast paths are back.
+    expect(await redis.exists(`{${prefix}:k}:m`)).toBe(0);
+    expect(await redis.zscore(`{${prefix}:k}`, "~")).toBeNull();
     await light?.release();
     expect(await redis.keys(`*${prefix}*`)).toEqual([]);
   });

@@ -1,15 +1,13 @@
--- The waiting room, shared by semaphores and locks. Expects locals: queue (sorted
--- set token -> ticket from INCR on tickets), info (hash token -> "weight limit"),
--- expiry (sorted set token -> waiter lease end, ms), tickets (counter), limits (the
--- id's limit as the store knows it: the limit of the latest acquire that met or
--- joined the queue; semaphores only, nil for locks).
--- A waiter's own short lease is refreshed by its process; a waiter whose
--- process died lapses and stops blocking the ones behind it.
+-- The waiting room, shared by semaphores and locks. Expects locals `queue` (sorted set:
+-- token -> ticket, in arrival order), `expiry` (sorted set: token -> waiter lease end, ms) and
+-- `info` (the semaphore's meta hash: '?'..token -> "weight limit" of each waiter; nil for locks).
+-- A waiter's own short lease is refreshed by its process; a waiter whose process died lapses
+-- and stops blocking the ones behind it.
 
 local function queue_drop(token)
   redis.call('ZREM', queue, token)
-  redis.call('HDEL', info, token)
   redis.call('ZREM', expiry, token)
+  if info then redis.call('HDEL', info, '?' .. token) end
 end
 
 local function queue_prune(now)
@@ -17,9 +15,10 @@ local function queue_prune(now)
   for i = 1, #lapsed do queue_drop(lapsed[i]) end
 end
 
--- Weight and own limit of a waiter.
+-- Weight and own limit of a waiter (a lock's waiters: 1 and 1).
 local function queue_info(token)
-  local w, l = string.match(redis.call('HGET', info, token) or '1 1', '^(%d+) (%d+)$')
+  if not info then return 1, 1 end
+  local w, l = string.match(redis.call('HGET', info, '?' .. token) or '1 1', '^(%d+) (%d+)$')
   return tonumber(w), tonumber(l)
 end
 
@@ -27,11 +26,12 @@ local function queue_head()
   return redis.call('ZRANGE', queue, 0, 0)[1]
 end
 
--- The server assigns the order: a ticket from one counter.
+-- The server assigns the order: a ticket after the last one queued.
 local function queue_join(token, weight, limit, claim, now)
-  redis.call('ZADD', queue, redis.call('INCR', tickets), token)
-  redis.call('HSET', info, token, weight .. ' ' .. limit)
+  local last = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')
+  redis.call('ZADD', queue, (tonumber(last[2]) or 0) + 1, token)
   redis.call('ZADD', expiry, now + claim, token)
+  if info then redis.call('HSET', info, '?' .. token, weight .. ' ' .. limit) end
 end
 
 -- Keeps the waiter leases of these tokens (those still queued) for `claim` ms more.
@@ -39,16 +39,9 @@ local function queue_refresh(tokens, first, claim, now)
   for i = first, #tokens do redis.call('ZADD', expiry, 'XX', now + claim, tokens[i]) end
 end
 
--- Every waiting-room key lives exactly until the last waiter lease ends, and vanishes
--- with it. Every script that changes the queue ends here.
-local function queue_expire(now)
-  local keys = { queue, info, expiry, tickets }
-  if limits then keys[#keys + 1] = limits end
+-- The latest waiter lease end, or nil.
+local function queue_latest()
   local last = redis.call('ZRANGE', expiry, -1, -1, 'WITHSCORES')
-  if not last[2] or tonumber(last[2]) <= now then
-    redis.call('DEL', unpack(keys))
-    return
-  end
-  local at = tonumber(last[2]) + 1
-  for i = 1, #keys do redis.call('PEXPIREAT', keys[i], at) end
+  if last[2] then return tonumber(last[2]) end
+  return nil
 end

@@ -1,5 +1,6 @@
 import { StoreUnavailableError, ValidationError } from "../errors.js";
 import { knownOptions, optionsObject, positiveMs } from "../validate.js";
+import { Coalescer } from "./coalesce.js";
 import { scripts } from "./lua.generated.js";
 import type {
   AcquireReply,
@@ -81,8 +82,14 @@ async function runScript(client: RedisClient, script: Script, keys: string[], ar
 
 const STATUS_REPLIES = [0, 1, 2, 3];
 
+/** `{status, ms}`, and for a semaphore a third item: whether the id keeps waiters or heavier holders. */
 function acquireReply(reply: unknown, script: Script): AcquireReply {
-  if (Array.isArray(reply) && reply.length === 2 && STATUS_REPLIES.includes(reply[0]) && typeof reply[1] === "number") {
+  if (
+    Array.isArray(reply) &&
+    (reply.length === 2 || reply.length === 3) &&
+    STATUS_REPLIES.includes(reply[0]) &&
+    typeof reply[1] === "number"
+  ) {
     const [status, retryAfterMs] = reply as [number, number];
     if (status === 1) return { acquired: true, retryAfterMs: 0 };
     return {
@@ -97,6 +104,27 @@ function acquireReply(reply: unknown, script: Script): AcquireReply {
 
 function flag(reply: unknown, script: Script): boolean {
   if (reply === 0 || reply === 1) return reply === 1;
+  throw unexpected(reply, script);
+}
+
+/**
+ * A fast path's reply for `count` items: `{-1}` (the id has waiters or heavier
+ * holders: take the full path) becomes `undefined` for each; otherwise one 0/1
+ * per item, then `tail` numbers.
+ */
+function perItem(
+  reply: unknown,
+  count: number,
+  tail: number,
+  script: Script,
+): { flags: (boolean | undefined)[]; tail: number[] } {
+  if (Array.isArray(reply)) {
+    if (reply.length === 1 && reply[0] === -1) return { flags: new Array(count).fill(undefined), tail: [] };
+    if (reply.length === count + tail && reply.every((n) => typeof n === "number")) {
+      const flags = reply.slice(0, count);
+      if (flags.every((n) => n === 0 || n === 1)) return { flags: flags.map((n) => n === 1), tail: reply.slice(count) };
+    }
+  }
   throw unexpected(reply, script);
 }
 
@@ -138,20 +166,43 @@ function unexpected(reply: unknown, script: Script): Error {
   return new Error(`unexpected reply ${JSON.stringify(reply)} from ${script.name}`);
 }
 
-/** The companion keys of a semaphore (see lua/lib/holders.lua and queue.lua), all in its hash slot. */
-const semaphoreKeys = (key: string): string[] => [key, `${key}:w`, `${key}:q`, `${key}:qi`, `${key}:qe`, `${key}:n`, `${key}:l`];
-const lockKeys = (key: string): string[] => [key, `${key}:q`, `${key}:qi`, `${key}:qe`, `${key}:n`];
-/** Where grants on a key are announced. */
+/**
+ * The keys of a semaphore (see lua/lib/holders.lua and queue.lua), all in its hash slot: the
+ * holders set, the meta hash (weights, waiters' weights and limits, the id's limit), the queue
+ * and the waiter lease ends. The fast paths declare the first only.
+ */
+const semaphoreKeys = (key: string): string[] => [key, `${key}:m`, `${key}:q`, `${key}:qe`];
+const lockKeys = (key: string): string[] => [key, `${key}:q`, `${key}:qe`];
+/** Where grants on a key are announced (the scripts derive the same name). */
 const channelOf = (key: string): string => `${key}:ch`;
+
+/** A coalescing group's name: two numbers, then the key (which may hold spaces). */
+function fields(group: string): [string, string, string] {
+  const first = group.indexOf(" ");
+  const second = group.indexOf(" ", first + 1);
+  return [group.slice(0, first), group.slice(first + 1, second), group.slice(second + 1)];
+}
+
+/** In-flight calls of one kind on one id from which further calls are gathered into one. */
+const COALESCE_FROM = 2;
+/** Ids remembered as having waiters or heavier holders; past this, forgetting costs one round trip. */
+const CONTENDED_IDS = 10_000;
 
 class RedisLeaseStore implements RedisStore {
   readonly kind = "redis";
   #subscriber: Subscriber | undefined;
   readonly #channels = new Map<string, { listeners: Set<(grant: Grant) => void>; ready: Promise<unknown> }>();
   #idle: NodeJS.Timeout | undefined;
-
   // A plain field, not #private: wrappers made with Object.create(store) must keep working.
   private readonly scripts: Scripts;
+  /**
+   * Ids whose fast path last answered "waiters or heavier holders here": their weight-1
+   * releases go straight to the full script rather than trying the fast one first.
+   */
+  private readonly contended = new Set<string>();
+  private readonly takes: Coalescer<string, boolean | number | undefined>;
+  private readonly returns: Coalescer<string, boolean | undefined>;
+  private readonly extends: Coalescer<string, boolean>;
 
   constructor(
     readonly client: RedisClient,
@@ -160,6 +211,43 @@ class RedisLeaseStore implements RedisStore {
     table: Scripts,
   ) {
     this.scripts = table;
+    // Groups are "<limit> <lease> <key>": one batch shares the limit and lease of its calls.
+    this.takes = new Coalescer(COALESCE_FROM, async (group, tokens) => {
+      const [limit, lease, key] = fields(group);
+      const script = this.scripts.semaphoreTake;
+      const { flags, tail } = perItem(
+        await runScript(this.client, script, [key], [limit, lease, ...tokens]),
+        tokens.length,
+        1,
+        script,
+      );
+      this.#contention(key, flags[0] === undefined);
+      // A refusal answers with the ms until the nearest lease ends.
+      return flags.map((held) => (held === false ? (tail[0] as number) : held));
+    });
+    this.returns = new Coalescer(COALESCE_FROM, async (key, tokens) => {
+      const script = this.scripts.semaphoreReturn;
+      const { flags } = perItem(await runScript(this.client, script, [key], tokens), tokens.length, 0, script);
+      this.#contention(key, flags[0] === undefined);
+      return flags;
+    });
+    // Groups are "<lease> <heavy> <key>": a heavier lease keeps the meta hash alive too.
+    this.extends = new Coalescer(COALESCE_FROM, async (group, tokens) => {
+      const [lease, heavy, key] = fields(group);
+      const script = this.scripts.semaphoreExtend;
+      const keys = heavy === "1" ? [key, `${key}:m`] : [key];
+      const { flags } = perItem(await runScript(this.client, script, keys, [lease, ...tokens]), tokens.length, 0, script);
+      return flags as boolean[];
+    });
+  }
+
+  #contention(key: string, contended: boolean): void {
+    if (!contended) {
+      this.contended.delete(key);
+      return;
+    }
+    if (this.contended.size >= CONTENDED_IDS) this.contended.clear();
+    this.contended.add(key);
   }
 
   async semaphoreAcquire(
@@ -170,30 +258,37 @@ class RedisLeaseStore implements RedisStore {
     leaseMs: number,
     queue?: QueueOptions,
   ): Promise<AcquireReply> {
-    if (weight === 1 && queue === undefined) {
-      // Almost every request: three declared keys instead of seven. The full script
-      // runs only when the id has waiters or heavier holders (the reply says so).
-      const take = this.scripts.semaphoreTake;
-      const reply = await runScript(this.client, take, [key, `${key}:w`, `${key}:q`], [token, limit, leaseMs]);
-      if (!(Array.isArray(reply) && reply[0] === -1)) return acquireReply(reply, take);
+    if (weight === 1 && queue === undefined && !this.contended.has(key)) {
+      // Almost every request: one declared key, gathered with others of the same turn.
+      const taken = await this.takes.call(`${limit} ${leaseMs} ${key}`, token);
+      if (taken === true) return { acquired: true, retryAfterMs: 0 };
+      if (typeof taken === "number") return { acquired: false, retryAfterMs: taken };
     }
     const script = this.scripts.semaphoreAcquire;
-    const args = [token, limit, weight, leaseMs, queue?.claimMs ?? 0, queue?.maxQueue ?? 0, channelOf(key)];
-    return acquireReply(await runScript(this.client, script, semaphoreKeys(key), args), script);
+    const args = [token, limit, weight, leaseMs, queue?.claimMs ?? 0, queue?.maxQueue ?? 0];
+    const raw = await runScript(this.client, script, semaphoreKeys(key), args);
+    const reply = acquireReply(raw, script);
+    this.#contention(key, (raw as unknown[])[2] === 1);
+    return reply;
   }
 
-  async semaphoreExtend(key: string, token: string, leaseMs: number): Promise<boolean> {
-    const script = this.scripts.semaphoreExtend;
-    return flag(await runScript(this.client, script, [key, `${key}:w`], [token, leaseMs]), script);
+  async semaphoreExtend(key: string, token: string, leaseMs: number, weight?: number): Promise<boolean> {
+    return this.extends.call(`${leaseMs} ${weight !== undefined && weight > 1 ? 1 : 0} ${key}`, token);
   }
 
   async semaphoreRelease(key: string, token: string, weight?: number): Promise<boolean> {
+    if (weight === 1 && !this.contended.has(key)) {
+      const returned = await this.returns.call(key, token);
+      if (returned !== undefined) return returned;
+    }
     const script = this.scripts.semaphoreRelease;
-    return this.#released(
-      await runScript(this.client, script, semaphoreKeys(key), [token, channelOf(key), weight ?? 0]),
-      key,
-      script,
-    );
+    const reply = await runScript(this.client, script, semaphoreKeys(key), [token]);
+    if (Array.isArray(reply) && (reply.length === 2 || reply.length === 3) && (reply[1] === 0 || reply[1] === 1)) {
+      this.#contention(key, reply[1] === 1);
+      if (typeof reply[2] === "string") this.#announced(key, reply[2]);
+      return flag(reply[0], script);
+    }
+    throw unexpected(reply, script);
   }
 
   async semaphoreCount(key: string): Promise<number> {
@@ -204,7 +299,7 @@ class RedisLeaseStore implements RedisStore {
 
   async semaphoreStats(key: string): Promise<SemaphoreFigures> {
     const script = this.scripts.semaphoreStats;
-    const reply = await runScript(this.client, script, [key, `${key}:w`, `${key}:qe`], []);
+    const reply = await runScript(this.client, script, semaphoreKeys(key), []);
     if (Array.isArray(reply) && reply.length === 3 && reply.every((n) => Number.isInteger(n) && n >= 0)) {
       const [used, holders, waiting] = reply as [number, number, number];
       return { used, holders, waiting };
@@ -232,21 +327,17 @@ class RedisLeaseStore implements RedisStore {
   }
 
   async semaphoreLeave(key: string, token: string): Promise<void> {
-    await runScript(this.client, this.scripts.semaphoreLeave, semaphoreKeys(key), [token, channelOf(key)]);
+    await runScript(this.client, this.scripts.semaphoreLeave, semaphoreKeys(key), [token]);
   }
 
   async semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
     const script = this.scripts.semaphoreRefreshWaiters;
-    return refreshed(
-      await runScript(this.client, script, semaphoreKeys(key), [claimMs, channelOf(key), ...tokens]),
-      tokens.length,
-      script,
-    );
+    return refreshed(await runScript(this.client, script, semaphoreKeys(key), [claimMs, ...tokens]), tokens.length, script);
   }
 
   async lockAcquire(key: string, token: string, ttlMs: number, queue?: QueueOptions): Promise<AcquireReply> {
     const script = this.scripts.lockAcquire;
-    const args = [token, ttlMs, queue?.claimMs ?? 0, queue?.maxQueue ?? 0, channelOf(key)];
+    const args = [token, ttlMs, queue?.claimMs ?? 0, queue?.maxQueue ?? 0];
     return acquireReply(await runScript(this.client, script, lockKeys(key), args), script);
   }
 
@@ -257,20 +348,16 @@ class RedisLeaseStore implements RedisStore {
 
   async lockRelease(key: string, token: string): Promise<boolean> {
     const script = this.scripts.lockRelease;
-    return this.#released(await runScript(this.client, script, lockKeys(key), [token, channelOf(key)]), key, script);
+    return this.#released(await runScript(this.client, script, lockKeys(key), [token]), key, script);
   }
 
   async lockLeave(key: string, token: string): Promise<void> {
-    await runScript(this.client, this.scripts.lockLeave, lockKeys(key), [token, channelOf(key)]);
+    await runScript(this.client, this.scripts.lockLeave, lockKeys(key), [token]);
   }
 
   async lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
     const script = this.scripts.lockRefreshWaiters;
-    return refreshed(
-      await runScript(this.client, script, lockKeys(key), [claimMs, channelOf(key), ...tokens]),
-      tokens.length,
-      script,
-    );
+    return refreshed(await runScript(this.client, script, lockKeys(key), [claimMs, ...tokens]), tokens.length, script);
   }
 
   /**
@@ -328,18 +415,25 @@ class RedisLeaseStore implements RedisStore {
   }
 
   /**
-   * A release's reply: its flag, and the announcement of the waiters it
-   * granted, if any. This process's own waiters hear it now rather than after
-   * the pub/sub round (a duplicate from pub/sub is harmless: waking is idempotent).
+   * A lock release's reply: its flag, and the announcement of the waiter it
+   * granted, if any.
    */
   #released(reply: unknown, key: string, script: Script): boolean {
     if (Array.isArray(reply) && reply.length === 2 && typeof reply[1] === "string") {
-      const announcement = reply[1];
-      // Never call back into the engine from inside a store call.
-      queueMicrotask(() => this.#deliver(channelOf(key), announcement));
+      this.#announced(key, reply[1]);
       return flag(reply[0], script);
     }
     return flag(reply, script);
+  }
+
+  /**
+   * A release that granted waiters answers with the announcement too: this
+   * process's own waiters hear it now rather than after the pub/sub round (a
+   * duplicate from pub/sub is harmless: waking is idempotent).
+   */
+  #announced(key: string, announcement: string): void {
+    // Never call back into the engine from inside a store call.
+    queueMicrotask(() => this.#deliver(channelOf(key), announcement));
   }
 
   #closeWhenIdle(): void {

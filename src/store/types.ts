@@ -113,8 +113,11 @@ export interface Store {
     leaseMs: number,
     queue?: QueueOptions,
   ): Promise<AcquireReply>;
-  /** Push `token`'s expiry to now + `leaseMs`; false unless it holds a live lease. */
-  semaphoreExtend(key: string, token: string, leaseMs: number): Promise<boolean>;
+  /**
+   * Push `token`'s expiry to now + `leaseMs`; false unless it holds a live lease.
+   * `weight`, when given, is the lease's own (a hint, as for release).
+   */
+  semaphoreExtend(key: string, token: string, leaseMs: number, weight?: number): Promise<boolean>;
   /**
    * Return `token`'s permits (and grant waiters they make room for); true only
    * if its lease was still live. `weight`, when given, is the lease's own (a

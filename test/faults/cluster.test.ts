@@ -90,7 +90,7 @@ describe("11. a 3-master Redis Cluster", () => {
       const waiting = slots.acquire(id, { waitMs: 10_000 });
       const base = `{c:${id}}`;
       await eventually(async () => (await cluster.zcard(`${base}:q`)) === 1);
-      const keys = [base, `${base}:q`, `${base}:qi`, `${base}:qe`, `${base}:n`, `${base}:l`, `${base}:w`, `${base}:ch`];
+      const keys = [base, `${base}:m`, `${base}:q`, `${base}:qe`, `${base}:ch`];
       const keySlots = await Promise.all(keys.map((key) => cluster.cluster("KEYSLOT", key) as Promise<number>));
       expect(new Set(keySlots).size).toBe(1);
       slotsSeen.add(keySlots[0] as number);

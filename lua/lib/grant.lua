@@ -1,15 +1,15 @@
 -- Admits waiters from the head, in ticket order, while the permits held, theirs
--- included, fit within both their own limit and the id's (the `limits` key): a
--- waiter that does not fit holds back those behind it (strict order). A granted
--- waiter holds its permits until its own waiter lease ends (its reservation),
--- unless its process claims them with a full lease first, so a dead waiter blocks
--- for at most one waiter lease.
--- Announces "<shortest reservation ms> <token> <token>..." on the channel, so other
+-- included, fit within both their own limit and the id's ('~l' in meta: the limit of
+-- the latest acquire that met or joined the queue): a waiter that does not fit holds
+-- back those behind it (strict order). A granted waiter holds its permits until its
+-- own waiter lease ends (its reservation) unless its process claims them with a full
+-- lease first, so a dead waiter blocks for at most one waiter lease.
+-- Announces "<shortest reservation ms> <token> <token>..." on the id's channel, so other
 -- processes know when an unclaimed grant could lapse, and returns that announcement
 -- (nil when nothing was granted), so a release can also hand it to its own process.
--- Needs holders.lua and queue.lua; the caller runs holders_expire and queue_expire after.
-local function grant(now, channel)
-  local idLimit = tonumber(redis.call('GET', limits))
+-- Needs holders.lua and queue.lua; the caller ends with settle().
+local function grant(now)
+  local idLimit = tonumber(redis.call('HGET', meta, '~l'))
   if not idLimit then return nil end
   local used = holders_used()
   local granted = {}
@@ -28,6 +28,6 @@ local function grant(now, channel)
   end
   if #granted == 0 then return nil end
   local announcement = reserved .. ' ' .. table.concat(granted, ' ')
-  redis.call('PUBLISH', channel, announcement)
+  redis.call('PUBLISH', holders .. ':ch', announcement)
   return announcement
 end
