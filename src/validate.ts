@@ -22,16 +22,25 @@ function show(value: unknown): string {
   return Array.isArray(value) ? "an array" : "an object";
 }
 
-/** Largest delay a Node.js timer can hold; longer leases would fire at once. */
+/** Largest delay a Node.js timer can hold; a longer one fires after 1 ms instead (with a TimeoutOverflowWarning). */
 const MAX_MS = 2_147_483_647;
+
+function wholeMs(option: string, value: unknown, min: number, fix: string): number {
+  if (typeof value === "number" && Number.isInteger(value) && value >= min && value <= MAX_MS) return value;
+  throw new ValidationError(
+    option,
+    `\`${option}\` must be a whole number of milliseconds from ${min} to ${MAX_MS} (the longest a Node.js timer can wait), got ${show(value)}. ${fix}`,
+  );
+}
 
 /** A whole number of milliseconds above zero that a timer can hold. */
 export function positiveMs(option: string, value: unknown, fix: string): number {
-  if (typeof value === "number" && Number.isInteger(value) && value > 0 && value <= MAX_MS) return value;
-  throw new ValidationError(
-    option,
-    `\`${option}\` must be a whole number of milliseconds from 1 to ${MAX_MS}, got ${show(value)}. ${fix}`,
-  );
+  return wholeMs(option, value, 1, fix);
+}
+
+/** A whole number of milliseconds, 0 included, that a timer can hold: a wait or a pause, where 0 means none. */
+export function delayMs(option: string, value: unknown, fix: string): number {
+  return wholeMs(option, value, 0, fix);
 }
 
 /** A whole number at least `min`. */

@@ -23,6 +23,7 @@ import {
   LeaseholdGuard,
   LeaseholdModule,
   LeaseRejectedException,
+  Lock,
   type NestRequest,
   Semaphore,
 } from "../../integrations/nestjs/index.js";
@@ -153,5 +154,7 @@ describe("NestJS guard outside HTTP", () => {
     expect(() => Semaphore("x", 1, { status: 200 })).toThrow(/status/);
     const key = (req: NestRequest) => req.params.id;
     expect(() => Semaphore("x", 1, { key, leaseMs: 1000, heartbeatMs: 900 })).toThrow(/heartbeatMs/);
+    expect(() => Semaphore("x", 1, { waitMs: 2 ** 31 })).toThrow(/`waitMs` must be a whole number/);
+    expect(() => Lock("x", { retries: 1, retryDelayMs: 2 ** 31 })).toThrow(/`retryDelayMs` must be a whole number/);
   });
 });
