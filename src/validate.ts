@@ -56,14 +56,25 @@ export function optionalFunction<T>(option: string, value: unknown): T | undefin
   throw new ValidationError(option, `\`${option}\` must be a function, got ${show(value)}.`);
 }
 
-/** A key prefix: non-empty, printable, without the braces leasehold reserves for the Redis Cluster hash tag. */
+/**
+ * A key prefix: non-empty, printable, without the braces leasehold reserves
+ * for the Redis Cluster hash tag, and without `:`, which separates it from
+ * the id in the key (`{<prefix>:<id>}`): the prefix ends at the first `:`,
+ * so every (prefix, id) pair has keys of its own.
+ */
 export function prefix(value: unknown): string {
-  if (typeof value === "string" && value.length > 0 && value.length <= 256 && !/[{}]/.test(value) && !CONTROL.test(value)) {
+  if (typeof value === "string" && value.length > 0 && value.length <= 256 && !/[{}:]/.test(value) && !CONTROL.test(value)) {
     return value;
+  }
+  if (typeof value === "string" && value.includes(":")) {
+    throw new ValidationError(
+      "prefix",
+      `\`prefix\` must not contain ":", got ${show(value)}: leasehold puts ":" between the prefix and the id, so prefix "api:v2" with id "x" would share its keys with prefix "api" and id "v2:x". Use "-" or "." instead, e.g. "myapp-locks".`,
+    );
   }
   throw new ValidationError(
     "prefix",
-    `\`prefix\` must be a non-empty string of at most 256 printable characters without "{" or "}" (leasehold adds those as the Redis Cluster hash tag), got ${show(value)}.`,
+    `\`prefix\` must be a non-empty string of at most 256 printable characters without "{" or "}" (leasehold adds those as the Redis Cluster hash tag) or ":", got ${show(value)}.`,
   );
 }
 

@@ -41,6 +41,7 @@ const factoryCases: [string, () => unknown, string, RegExp][] = [
   ["semaphore option on a lock", () => lock({ leaseMs: 1000 } as never), "leaseMs", /unknown option `leaseMs` for lock/],
   ["empty prefix", () => lock({ prefix: "" }), "prefix", /non-empty string/],
   ["prefix with braces", () => semaphore({ limit: 1, prefix: "a{b}" }), "prefix", /Redis Cluster hash tag/],
+  ["prefix with a colon", () => lock({ prefix: "api:v2" }), "prefix", /must not contain ":".*"myapp-locks"/],
   ["client of the wrong kind", () => semaphore({ client: 42 as never, limit: 1 }), "client", /ioredis Redis or Cluster/],
   ["client twice", () => lock(memoryStore(), { client: memoryStore() } as never), "client", /client twice/],
   ["options not an object", () => semaphore("20" as never), "options", /must be an object/],

@@ -402,6 +402,8 @@ describe("adapter options are validated when the middleware is created", () => {
       () => honoLock("x", { retries: 1, retryDelayMs: 2 ** 31 }),
       /`retryDelayMs` must be a whole number of milliseconds from 0 to 2147483647/,
     ],
+    ["Express prefix with a colon", () => expressLock("x", { prefix: "app:locks" }), /must not contain ":"/],
+    ["Hono prefix with a colon", () => honoSemaphore("x", 1, { prefix: "app:slots" }), /must not contain ":"/],
   ];
   it.each(cases)("%s", (_, create, message) => {
     expect(create).toThrow(message);
