@@ -23,7 +23,7 @@ function show(value: unknown): string {
 }
 
 /** Largest delay a Node.js timer can hold; a longer one fires after 1 ms instead (with a TimeoutOverflowWarning). */
-const MAX_MS = 2_147_483_647;
+export const MAX_MS = 2_147_483_647;
 
 function wholeMs(option: string, value: unknown, min: number, fix: string): number {
   if (typeof value === "number" && Number.isInteger(value) && value >= min && value <= MAX_MS) return value;

@@ -1,0 +1,54 @@
+import type { Grant, Store, WaiterRefresh } from "./store/types.js";
+import { type AcquireCalls, badReply, bounded, failed, isFunction, isGrant, isWaiterRefresh, send } from "./store-call.js";
+
+/** The calls a wait makes on its key, beyond those of any acquire. */
+export interface WaitingCalls extends AcquireCalls {
+  readonly kind: "semaphore" | "lock";
+  /** The store key (`{prefix:id}`). */
+  readonly key: string;
+  refresh(store: Store, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh>;
+}
+
+/** Keeps these waiters' leases alive, grants who fits, and says where each stands. */
+export function refreshWaiters(
+  store: Store,
+  ops: WaitingCalls,
+  tokens: readonly string[],
+  claimMs: number,
+): Promise<WaiterRefresh> {
+  return bounded(
+    store,
+    "refresh",
+    send(() => ops.refresh(store, tokens, claimMs)),
+    isWaiterRefresh(tokens.length),
+    ops.subject,
+  );
+}
+
+/**
+ * Listens for the grants made on `ops.key`; resolves the function that stops
+ * listening, which never throws (a store's that does is a store error: it is
+ * called as a waiter settles). An announcement that is not a grant is a store
+ * error, never a wake-up. A subscription that answers after the bound is
+ * stopped when it does, so no listener is left behind.
+ */
+export function watchGrants(store: Store, ops: WaitingCalls, onGrant: (grant: Grant) => void): Promise<() => void> {
+  const heard = (grant: Grant): void => {
+    if (isGrant(grant)) onGrant(grant);
+    else badReply(store, "grant", grant, ops.subject);
+  };
+  const answer = send(() => store.watch(ops.key, heard));
+  const stopping = (stop: unknown) => (): void => {
+    try {
+      if (typeof stop === "function") stop();
+    } catch (error) {
+      failed(store, "unwatch", error, ops.subject);
+    }
+  };
+  return bounded(store, "watch", answer, isFunction, ops.subject).then(stopping, (error: unknown) => {
+    answer.then((stop) => stopping(stop)(), ignore);
+    throw error;
+  });
+}
+
+const ignore = (): void => {};
