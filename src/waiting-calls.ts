@@ -1,5 +1,15 @@
-import type { Grant, Store, WaiterRefresh } from "./store/types.js";
-import { type AcquireCalls, badReply, bounded, failed, isFunction, isGrant, isWaiterRefresh, send } from "./store-call.js";
+import type { AcquireReply, Grant, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
+import {
+  type AcquireCalls,
+  badReply,
+  bounded,
+  failed,
+  isAcquireReply,
+  isFunction,
+  isGrant,
+  isWaiterRefresh,
+  send,
+} from "./store-call.js";
 
 /** The calls a wait makes on its key, beyond those of any acquire. */
 export interface WaitingCalls extends AcquireCalls {
@@ -7,6 +17,25 @@ export interface WaitingCalls extends AcquireCalls {
   /** The store key (`{prefix:id}`). */
   readonly key: string;
   refresh(store: Store, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh>;
+}
+
+/** A claim in flight: `reply` under the store's bound and checked; `answer` the store's own, however late it comes. */
+export interface Claim {
+  reply: Promise<AcquireReply>;
+  answer: Promise<AcquireReply>;
+}
+
+/**
+ * The acquire a waiting token sends again to claim its grant or keep its
+ * place. Unlike a first attempt, a claim that fails or times out cleans
+ * nothing up: leaving would cost the waiter its place, and a release could
+ * free the lease a later claim made usable (the store refreshes a token that
+ * holds, idempotently). The wait decides what an unanswered claim means
+ * when it ends.
+ */
+export function claim(store: Store, ops: WaitingCalls, token: string, queue: QueueOptions): Claim {
+  const answer = send(() => ops.take(store, token, queue));
+  return { reply: bounded(store, "acquire", answer, isAcquireReply, ops.subject), answer };
 }
 
 /** Keeps these waiters' leases alive, grants who fits, and says where each stands. */

@@ -1,7 +1,7 @@
-import type { Grant, QueueOptions, Store } from "./store/types.js";
-import { acquireOrCleanUp, leave } from "./store-call.js";
+import type { AcquireReply, Grant, QueueOptions, Store } from "./store/types.js";
+import { leave, leaveIfTaken } from "./store-call.js";
 import { MAX_MS } from "./validate.js";
-import { refreshWaiters, type WaitingCalls, watchGrants } from "./waiting-calls.js";
+import { claim, refreshWaiters, type WaitingCalls, watchGrants } from "./waiting-calls.js";
 
 /**
  * The waiters of this process on one id of one store: they share one
@@ -204,6 +204,8 @@ export function waitForGrant(wait: Wait): Promise<number> {
     let claiming = false;
     let wakeAgain = false;
     let retryAfterMs = wait.retryAfterMs;
+    // Claims the store has not answered yet, timed-out ones included: one may still take a permit.
+    const unanswered = new Set<Promise<AcquireReply>>();
 
     const settle = (outcome: { sentAt: number } | { error: unknown }): void => {
       if (done) return;
@@ -215,12 +217,19 @@ export function waitForGrant(wait: Wait): Promise<number> {
         resolve(outcome.sentAt);
         return;
       }
+      // Nobody will use this token now: a claim answered after the leave below is given back too.
+      for (const answer of unanswered) leaveIfTaken(store, ops, token, answer);
       // Leave before reporting, so a grant that raced the give-up is returned, not leaked. Its time
       // counts from the deadline: a store that does not answer delays the report by at most one
       // timeout, and the waiter lease (or a grant's reservation) then lapses on its own.
       leave(store, ops, token, Math.max(0, performance.now() - wait.deadline))
         .catch(ignore)
         .finally(() => reject(outcome.error));
+    };
+    const wakeIfAsked = (): void => {
+      if (!wakeAgain) return;
+      wakeAgain = false;
+      wake();
     };
     const wake = (): void => {
       if (done) return;
@@ -230,21 +239,26 @@ export function waitForGrant(wait: Wait): Promise<number> {
       }
       claiming = true;
       const sentAt = performance.now();
-      acquireOrCleanUp(store, ops, token, wait.queue).then(
+      const { reply, answer } = claim(store, ops, token, wait.queue);
+      unanswered.add(answer);
+      answer.then(
+        () => unanswered.delete(answer),
+        () => unanswered.delete(answer),
+      );
+      reply.then(
         (reply) => {
           claiming = false;
           if (reply.acquired) return settle({ sentAt });
           retryAfterMs = reply.retryAfterMs;
           if (reply.queueFull === true) return settle({ error: new WaitEnded("queue-full", retryAfterMs) });
           room.backupIn(retryAfterMs);
-          if (wakeAgain) {
-            wakeAgain = false;
-            wake();
-          }
+          wakeIfAsked();
         },
         () => {
-          // A failed round trip while waiting: the next wake-up (grant, backup, refresh) tries again.
+          // A failed or timed-out claim leaves nothing and releases nothing: the token keeps its place
+          // (and any grant stays reserved for it), and the next wake-up (grant, backup, refresh) claims again.
           claiming = false;
+          wakeIfAsked();
         },
       );
     };

@@ -306,6 +306,52 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     await expect(slots.acquire("k", { maxQueue: 0 })).rejects.toMatchObject({ option: "maxQueue" });
   });
 
+  it("a claim whose reply comes after the store timeout keeps the waiter's place: the first waiter is still admitted first", async () => {
+    // A short waiter lease: the room's refresh (every 500 ms) is a wake-up that claims again.
+    const { store: spied, calls } = spyStore(make({ waiterLeaseMs: 1_500 }), {}, 1_000);
+    const prefix = uniquePrefix();
+    const lateReply = gate();
+    let first: string | undefined;
+    let firstCalls = 0;
+    let answeredLate = false;
+    const store: Store = {
+      ...spied,
+      semaphoreAcquire: async (key, token, limit, weight, leaseMs, queue) => {
+        if (queue !== undefined) first ??= token;
+        const reply = await spied.semaphoreAcquire(key, token, limit, weight, leaseMs, queue);
+        // The first waiter's first claim reaches the store, which grants it; the answer arrives after the timeout.
+        if (token === first && ++firstCalls === 2) {
+          await lateReply.opened;
+          answeredLate = true;
+        }
+        return reply;
+      },
+    };
+    const slots = semaphore({ client: store, limit: 1, prefix });
+    const holder = await slots.acquire("k");
+    const order: string[] = [];
+    const w1 = slots.run(
+      "k",
+      async () => {
+        order.push("W1");
+        expect(order).toEqual(["W1"]);
+        lateReply.open();
+        await eventually(() => answeredLate);
+        // The late answer to the timed-out claim must not free the lease a later claim made usable.
+        expect((await slots.stats("k")).used).toBe(1);
+        expect(order).toEqual(["W1"]);
+      },
+      { waitMs: 15_000 },
+    );
+    await eventually(() => calls.semaphoreAcquire === 2);
+    const w2 = slots.run("k", async () => void order.push("W2"), { waitMs: 15_000 });
+    await eventually(() => calls.semaphoreAcquire === 3);
+    await holder?.release();
+    await Promise.all([w1, w2]);
+    expect(order).toEqual(["W1", "W2"]);
+    expect(await slots.stats("k")).toMatchObject({ used: 0, waiting: 0 });
+  });
+
   it("a wait given up while the store does not answer its leave settles within waitMs plus one store timeout", async () => {
     const { store, calls } = spyStore(make({ waiterLeaseMs: 60_000 }), { semaphoreLeave: () => "hang" }, 500);
     const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix() });
