@@ -383,14 +383,14 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
 
   it("a waiter refresh that never answers does not stop the next ones", async () => {
     const { store, calls } = spyStore(
-      make({ waiterLeaseMs: 600 }),
+      make({ waiterLeaseMs: 1_500 }),
       { semaphoreRefreshWaiters: (n) => (n === 1 ? "hang" : undefined) },
-      300,
+      500,
     );
     const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix() });
     const holder = await slots.acquire("k");
     const waiting = slots.acquire("k", { waitMs: 15_000 });
-    // Every 200 ms; the first hangs. Without a bound it would be "in flight" forever and block the rest.
+    // Every 500 ms; the first hangs. Without a bound it would be "in flight" forever and block the rest.
     await eventually(() => calls.semaphoreRefreshWaiters >= 4);
     expect((await slots.stats("k")).waiting).toBe(1);
     await holder?.release();
