@@ -4,9 +4,10 @@ import type { StoreSource } from "./client.js";
 import type { NotAcquiredReason } from "./errors.js";
 import { type AcquiredEvent, channels, type RejectedEvent, type Subject, subjectOf } from "./events.js";
 import type { CallSettings } from "./options.js";
-import type { AcquireReply, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
-import { acquireOrCleanUp } from "./store-call.js";
+import type { AcquireReply, QueueOptions, Store } from "./store/types.js";
+import { acquireOrCleanUp, leave, waiterLeaseOf } from "./store-call.js";
 import { WaitEnded, waitForGrant } from "./waiting.js";
+import type { WaitingCalls } from "./waiting-calls.js";
 
 const TOKEN_BYTES = 16;
 const POOL_TOKENS = 256;
@@ -35,9 +36,6 @@ export function storeKey(prefix: string, id: string): string {
   return `{${prefix}:${id}}`;
 }
 
-/** How long a waiter's own lease lasts when the store does not say. */
-const DEFAULT_WAITER_LEASE_MS = 5000;
-
 /** Why no lease was had: every permit taken (fail fast or spin), the queue at `maxQueue`, or `waitMs` spent. */
 export type RefusalReason = NotAcquiredReason;
 
@@ -45,18 +43,11 @@ export type Acquired = { acquired: true; store: Store; token: string; sentAt: nu
 export type Refused = { acquired: false; retryAfterMs: number; reason: RefusalReason; waitedMs: number };
 
 /** The store calls of one primitive on one key. */
-export interface KeyOps {
-  kind: "semaphore" | "lock";
+export interface KeyOps extends WaitingCalls {
   /** Who is acquiring, for events. */
-  subject: Subject;
+  readonly subject: Subject;
   /** A semaphore's limit and weight, for events. */
-  permits?: { limit: number; weight: number };
-  /** The store key (`{prefix:id}`). */
-  key: string;
-  take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply>;
-  /** Leave the queue and return anything held: the clean-up for an unknown outcome or a wait given up. */
-  leave(store: Store, token: string): Promise<void>;
-  refresh(store: Store, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh>;
+  readonly permits?: { limit: number; weight: number };
 }
 
 /**
@@ -114,8 +105,9 @@ export async function acquireLease(source: StoreSource, settings: CallSettings, 
   };
 
   if (settings.waitMs > 0) {
-    const queue: QueueOptions = { claimMs: store.waiterLeaseMs ?? DEFAULT_WAITER_LEASE_MS, maxQueue: settings.maxQueue };
+    const queue: QueueOptions = { claimMs: waiterLeaseOf(store), maxQueue: settings.maxQueue };
     const sentAt = performance.now();
+    // Joining: a failure here ends the call, with the clean-up of an unknown outcome.
     const reply = await attempt(queue);
     if (reply.acquired) return acquired(ops, store, token, sentAt, startedAt);
     if (reply.queued !== true) {
@@ -124,16 +116,12 @@ export async function acquireLease(source: StoreSource, settings: CallSettings, 
     try {
       const grantedAt = await waitForGrant({
         store,
-        room: `${ops.kind} ${ops.key}`,
-        key: ops.key,
+        ops,
         token,
-        claimMs: queue.claimMs,
-        remainingMs: Math.max(1, settings.waitMs - (performance.now() - startedAt)),
+        queue,
+        deadline: startedAt + settings.waitMs,
         signal,
         retryAfterMs: reply.retryAfterMs,
-        claim: () => attempt(queue),
-        leave: () => ops.leave(store, token),
-        refresh: (tokens) => ops.refresh(store, tokens, queue.claimMs),
       });
       return acquired(ops, store, token, grantedAt, startedAt);
     } catch (error) {
@@ -153,7 +141,7 @@ export async function acquireLease(source: StoreSource, settings: CallSettings, 
 
 /** The caller gave up while an attempt was in flight: nobody will use this permit or place. */
 function abandon(store: Store, ops: KeyOps, token: string, signal: AbortSignal): never {
-  ops.leave(store, token).catch(() => {});
+  leave(store, ops, token).catch(() => {});
   throw signal.reason;
 }
 

@@ -1,6 +1,14 @@
 import { type StoreSource, storeSource } from "./client.js";
 import { ValidationError } from "./errors.js";
-import { prefix as checkPrefix, integerAtLeast, knownOptions, optionalFunction, optionsObject, positiveMs } from "./validate.js";
+import {
+  prefix as checkPrefix,
+  delayMs,
+  integerAtLeast,
+  knownOptions,
+  optionalFunction,
+  optionsObject,
+  positiveMs,
+} from "./validate.js";
 
 /** Options shared by `acquire` and `run` of both primitives. */
 export interface RetryOptions {
@@ -115,6 +123,8 @@ function abortSignal(value: unknown): AbortSignal | undefined {
 
 const defaultHeartbeat = (leaseMs: number): number => Math.max(1, Math.floor(leaseMs / 4));
 
+const retryDelay = (value: unknown): number => delayMs("retryDelayMs", value, "Pass the pause between attempts in ms.");
+
 /** Validates the factory options common to both primitives. */
 export function resolveDefaults(
   options: Record<string, unknown>,
@@ -135,10 +145,7 @@ export function resolveDefaults(
       options.retries === undefined
         ? 0
         : integerAtLeast("retries", options.retries, 0, "Pass how many more attempts to make when full; 0 fails fast."),
-    retryDelayMs:
-      options.retryDelayMs === undefined
-        ? 100
-        : integerAtLeast("retryDelayMs", options.retryDelayMs, 0, "Pass the pause between attempts in ms."),
+    retryDelayMs: options.retryDelayMs === undefined ? 100 : retryDelay(options.retryDelayMs),
     heartbeatMs: heartbeatExplicit ? heartbeat(options.heartbeatMs, leaseMs, kind, leaseOption) : defaultHeartbeat(leaseMs),
     heartbeatExplicit,
     onRenewError: optionalFunction("onRenewError", options.onRenewError),
@@ -173,10 +180,7 @@ export function resolveCall(defaults: Omit<Defaults, "plain">, options: Record<s
       options.retries === undefined
         ? defaults.retries
         : integerAtLeast("retries", options.retries, 0, "Pass how many more attempts to make when full; 0 fails fast."),
-    retryDelayMs:
-      options.retryDelayMs === undefined
-        ? defaults.retryDelayMs
-        : integerAtLeast("retryDelayMs", options.retryDelayMs, 0, "Pass the pause between attempts in ms."),
+    retryDelayMs: options.retryDelayMs === undefined ? defaults.retryDelayMs : retryDelay(options.retryDelayMs),
     heartbeatMs,
     heartbeatExplicit,
     onRenewError:
@@ -199,7 +203,7 @@ function waiting(
   const waitMs =
     options.waitMs === undefined
       ? defaults.waitMs
-      : integerAtLeast("waitMs", options.waitMs, 0, "Pass the longest a caller may wait in the queue, in ms; 0 fails fast.");
+      : delayMs("waitMs", options.waitMs, "Pass the longest a caller may wait in the queue, in ms; 0 fails fast.");
   const maxQueue =
     options.maxQueue === undefined
       ? defaults.maxQueue

@@ -1,16 +1,53 @@
 import { LeaseholdError, StoreUnavailableError } from "./errors.js";
 import { channels, type StoreErrorEvent, type Subject } from "./events.js";
 import { isMemoryStore } from "./store/memory.js";
-import type { AcquireReply, LockStats, QueueOptions, SemaphoreFigures, Store } from "./store/types.js";
+import type {
+  AcquireReply,
+  Grant,
+  LockStats,
+  QueueOptions,
+  SemaphoreFigures,
+  Store,
+  WaiterRefresh,
+  WaiterStatus,
+} from "./store/types.js";
+import { MAX_MS } from "./validate.js";
 
 /** Default bound for stores that do not name their own (a custom store). */
 const DEFAULT_TIMEOUT_MS = 2000;
+/** How long a waiter's own lease lasts when the store does not say. */
+const DEFAULT_WAITER_LEASE_MS = 5000;
+
+/**
+ * A duration a store declares about itself, or `fallback` when it declares
+ * none or one a timer cannot hold (a custom store's `Infinity` or `"5s"`
+ * would make every timer built on it fire at once).
+ */
+function declaredMs(store: Store, property: "timeoutMs" | "waiterLeaseMs", fallback: number): number {
+  const own = (store as { timeoutMs?: unknown; waiterLeaseMs?: unknown })[property];
+  return typeof own === "number" && own >= 1 && own <= MAX_MS ? own : fallback;
+}
 
 /** The embedded store answers in the same process and never hangs: no timer on its hot path. */
 function timeoutOf(store: Store): number | undefined {
-  if (isMemoryStore(store)) return undefined;
-  const own = (store as { timeoutMs?: unknown }).timeoutMs;
-  return typeof own === "number" && own > 0 ? own : DEFAULT_TIMEOUT_MS;
+  return isMemoryStore(store) ? undefined : declaredMs(store, "timeoutMs", DEFAULT_TIMEOUT_MS);
+}
+
+/** The store's waiter lease (see `QueueOptions.claimMs`), or the default. */
+export function waiterLeaseOf(store: Store): number {
+  return Math.floor(declaredMs(store, "waiterLeaseMs", DEFAULT_WAITER_LEASE_MS));
+}
+
+/**
+ * Calls a store method, so that one that throws instead of rejecting (a
+ * custom store need not be async) fails like any other store call.
+ */
+export function send<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return Promise.resolve(call());
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 /** A store failure as the one error type callers see, published on its channel. */
@@ -28,27 +65,48 @@ function storeFailure(
   return error;
 }
 
-function failed(store: Store, operation: string, error: unknown, subject?: Subject): Error {
+/** A failed store call as the error callers see (published); a leasehold error passes through as it is. */
+export function failed(store: Store, operation: string, error: unknown, subject?: Subject): Error {
   if (error instanceof LeaseholdError) return error;
   const reason = error instanceof Error ? error.message : String(error);
   return storeFailure(store, operation, `the ${store.kind} store failed ${operation}: ${reason}`, error, subject);
 }
 
-function checked<T>(store: Store, operation: string, reply: T, valid: (reply: unknown) => boolean, subject?: Subject): T {
-  if (valid(reply)) return reply;
-  throw storeFailure(
+/** A reply as the error message shows it: short, and never a second failure (JSON.stringify throws on a BigInt or a cycle). */
+function shown(reply: unknown): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(reply);
+  } catch {
+    // Described below instead.
+  }
+  text ??= typeof reply === "function" ? "a function" : String(reply);
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
+
+/** A reply that is not what `operation` answers, as a store failure (published like any other). */
+export function badReply(store: Store, operation: string, reply: unknown, subject?: Subject): StoreUnavailableError {
+  return storeFailure(
     store,
     operation,
-    `the ${store.kind} store answered ${operation} with ${JSON.stringify(reply)}, which is not a valid reply. Is it a leasehold store?`,
+    `the ${store.kind} store answered ${operation} with ${shown(reply)}, which is not a valid reply. Is it a leasehold store?`,
     undefined,
     subject,
   );
+}
+
+function checked<T>(store: Store, operation: string, reply: T, valid: (reply: unknown) => boolean, subject?: Subject): T {
+  if (valid(reply)) return reply;
+  throw badReply(store, operation, reply, subject);
 }
 
 /**
  * Awaits one store round trip under the store's time bound, and turns every
  * failure (a refused connection, a timeout, a reply of the wrong shape) into
  * a `StoreUnavailableError`, so callers see one error type and a bounded wait.
+ * `spentMs`: how much of the bound a caller already used up (a wait's last
+ * call, made after the wait ran out), so the call gets only the rest; at
+ * least 1 ms, and the command is sent either way.
  * Not an async function: on the embedded store's hot path it adds one promise,
  * not a frame and its closures.
  */
@@ -58,8 +116,10 @@ export function bounded<T>(
   pending: Promise<T>,
   valid: (reply: unknown) => boolean,
   subject?: Subject,
+  spentMs = 0,
 ): Promise<T> {
-  const limit = timeoutOf(store);
+  const bound = timeoutOf(store);
+  const limit = bound === undefined ? undefined : Math.max(1, Math.ceil(bound - spentMs));
   if (limit === undefined) {
     // Promise.resolve is the promise itself when it is one; a store that answers a plain value still works.
     return Promise.resolve(pending).then(
@@ -124,23 +184,80 @@ export const isAcquireReply = (reply: unknown): boolean =>
   Number.isFinite((reply as AcquireReply).retryAfterMs) &&
   (reply as AcquireReply).retryAfterMs >= 0;
 
+/** A delay a timer can hold: no lease, and so no wait the store reports, is longer. */
+const isDelay = (value: unknown): boolean => typeof value === "number" && value >= 0 && value <= MAX_MS;
+
+const WAITER_STATUSES: readonly unknown[] = ["held", "waiting", "gone"] satisfies WaiterStatus[];
+
+/** A refresh of `count` waiters: one known status per token, and a delay. */
+export const isWaiterRefresh =
+  (count: number) =>
+  (reply: unknown): boolean =>
+    typeof reply === "object" &&
+    reply !== null &&
+    Array.isArray((reply as WaiterRefresh).statuses) &&
+    (reply as WaiterRefresh).statuses.length === count &&
+    (reply as WaiterRefresh).statuses.every((status) => WAITER_STATUSES.includes(status)) &&
+    isDelay((reply as WaiterRefresh).retryAfterMs);
+
+/** An announcement of waiters granted permits. */
+export const isGrant = (reply: unknown): boolean =>
+  typeof reply === "object" &&
+  reply !== null &&
+  Array.isArray((reply as Grant).tokens) &&
+  (reply as Grant).tokens.every((token) => typeof token === "string") &&
+  isDelay((reply as Grant).reservedMs);
+
+/** What `watch` resolves: the function that stops watching. */
+export const isFunction = (reply: unknown): boolean => typeof reply === "function";
+
+/** A leave answers nothing the engine reads: any answer is an answer. */
+const isAnswer = (): boolean => true;
+
+const ignore = (): void => {};
+
+/** The calls the acquire path makes on one key (the engine's `KeyOps`). */
+export interface AcquireCalls {
+  readonly subject: Subject;
+  take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply>;
+  /** Leave the queue and return anything held. */
+  leave(store: Store, token: string): Promise<void>;
+}
+
+/**
+ * Leaves the queue and returns anything `token` holds (token-checked, so it
+ * can free nobody else's permit), under the store's bound less `spentMs`.
+ */
+export function leave(store: Store, ops: AcquireCalls, token: string, spentMs = 0): Promise<void> {
+  return bounded(
+    store,
+    "leave",
+    send(() => ops.leave(store, token)),
+    isAnswer,
+    ops.subject,
+    spentMs,
+  );
+}
+
+/**
+ * For a token nobody will use any more: when `answer`, an acquire whose
+ * outcome was not known in time, turns out to have taken a permit or a place
+ * in the queue, gives it back. (ioredis re-sends unanswered commands after a
+ * reconnect, so such an answer can come after a leave already sent.)
+ */
+export function leaveIfTaken(store: Store, ops: AcquireCalls, token: string, answer: Promise<AcquireReply>): void {
+  answer
+    .then((reply) => (reply?.acquired === true || reply?.queued === true ? leave(store, ops, token) : undefined))
+    .catch(ignore);
+}
+
 /**
  * Runs an acquire whose outcome may stay unknown (a timeout, a dropped
  * connection, a garbled reply). Then the token may hold a permit nobody will
- * use, so it is released now, and again if the acquire answers late (ioredis
- * re-sends unanswered commands after a reconnect). The lease's own expiry is
- * the backstop if the store never listens again.
+ * use, so it leaves now, and again if the acquire answers late. The lease's
+ * own expiry is the backstop if the store never listens again.
  */
-export function acquireOrCleanUp(
-  store: Store,
-  ops: {
-    take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply>;
-    leave(store: Store, token: string): Promise<unknown>;
-    readonly subject: Subject;
-  },
-  token: string,
-  queue?: QueueOptions,
-): Promise<AcquireReply> {
+export function acquireOrCleanUp(store: Store, ops: AcquireCalls, token: string, queue?: QueueOptions): Promise<AcquireReply> {
   let pending: Promise<AcquireReply>;
   try {
     pending = ops.take(store, token, queue);
@@ -148,12 +265,8 @@ export function acquireOrCleanUp(
     pending = Promise.reject(error);
   }
   return bounded(store, "acquire", pending, isAcquireReply, ops.subject).catch((error: unknown) => {
-    const ignore = (): void => {};
-    const release = () => ops.leave(store, token);
-    Promise.resolve().then(release).catch(ignore);
-    Promise.resolve(pending)
-      .then((reply) => (reply?.acquired === true ? release() : undefined))
-      .catch(ignore);
+    leave(store, ops, token).catch(ignore);
+    leaveIfTaken(store, ops, token, Promise.resolve(pending));
     throw error;
   });
 }

@@ -22,16 +22,25 @@ function show(value: unknown): string {
   return Array.isArray(value) ? "an array" : "an object";
 }
 
-/** Largest delay a Node.js timer can hold; longer leases would fire at once. */
-const MAX_MS = 2_147_483_647;
+/** Largest delay a Node.js timer can hold; a longer one fires after 1 ms instead (with a TimeoutOverflowWarning). */
+export const MAX_MS = 2_147_483_647;
+
+function wholeMs(option: string, value: unknown, min: number, fix: string): number {
+  if (typeof value === "number" && Number.isInteger(value) && value >= min && value <= MAX_MS) return value;
+  throw new ValidationError(
+    option,
+    `\`${option}\` must be a whole number of milliseconds from ${min} to ${MAX_MS} (the longest a Node.js timer can wait), got ${show(value)}. ${fix}`,
+  );
+}
 
 /** A whole number of milliseconds above zero that a timer can hold. */
 export function positiveMs(option: string, value: unknown, fix: string): number {
-  if (typeof value === "number" && Number.isInteger(value) && value > 0 && value <= MAX_MS) return value;
-  throw new ValidationError(
-    option,
-    `\`${option}\` must be a whole number of milliseconds from 1 to ${MAX_MS}, got ${show(value)}. ${fix}`,
-  );
+  return wholeMs(option, value, 1, fix);
+}
+
+/** A whole number of milliseconds, 0 included, that a timer can hold: a wait or a pause, where 0 means none. */
+export function delayMs(option: string, value: unknown, fix: string): number {
+  return wholeMs(option, value, 0, fix);
 }
 
 /** A whole number at least `min`. */
@@ -47,14 +56,25 @@ export function optionalFunction<T>(option: string, value: unknown): T | undefin
   throw new ValidationError(option, `\`${option}\` must be a function, got ${show(value)}.`);
 }
 
-/** A key prefix: non-empty, printable, without the braces leasehold reserves for the Redis Cluster hash tag. */
+/**
+ * A key prefix: non-empty, printable, without the braces leasehold reserves
+ * for the Redis Cluster hash tag, and without `:`, which separates it from
+ * the id in the key (`{<prefix>:<id>}`): the prefix ends at the first `:`,
+ * so every (prefix, id) pair has keys of its own.
+ */
 export function prefix(value: unknown): string {
-  if (typeof value === "string" && value.length > 0 && value.length <= 256 && !/[{}]/.test(value) && !CONTROL.test(value)) {
+  if (typeof value === "string" && value.length > 0 && value.length <= 256 && !/[{}:]/.test(value) && !CONTROL.test(value)) {
     return value;
+  }
+  if (typeof value === "string" && value.includes(":")) {
+    throw new ValidationError(
+      "prefix",
+      `\`prefix\` must not contain ":", got ${show(value)}: leasehold puts ":" between the prefix and the id, so prefix "api:v2" with id "x" would share its keys with prefix "api" and id "v2:x". Use "-" or "." instead, e.g. "myapp-locks".`,
+    );
   }
   throw new ValidationError(
     "prefix",
-    `\`prefix\` must be a non-empty string of at most 256 printable characters without "{" or "}" (leasehold adds those as the Redis Cluster hash tag), got ${show(value)}.`,
+    `\`prefix\` must be a non-empty string of at most 256 printable characters without "{" or "}" (leasehold adds those as the Redis Cluster hash tag) or ":", got ${show(value)}.`,
   );
 }
 

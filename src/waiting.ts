@@ -1,4 +1,7 @@
-import type { AcquireReply, Grant, Store, WaiterRefresh } from "./store/types.js";
+import type { AcquireReply, Grant, QueueOptions, Store } from "./store/types.js";
+import { leave, leaveIfTaken } from "./store-call.js";
+import { MAX_MS } from "./validate.js";
+import { claim, refreshWaiters, type WaitingCalls, watchGrants } from "./waiting-calls.js";
 
 /**
  * The waiters of this process on one id of one store: they share one
@@ -21,8 +24,7 @@ class Room {
 
   constructor(
     private readonly store: Store,
-    private readonly key: string,
-    private readonly refresh: (tokens: readonly string[]) => Promise<WaiterRefresh>,
+    private readonly ops: WaitingCalls,
     private readonly claimMs: number,
     private readonly onEmpty: () => void,
   ) {}
@@ -31,22 +33,20 @@ class Room {
     const first = this.#waiters.size === 0;
     this.#waiters.set(token, wake);
     if (!first) return;
-    this.store
-      .watch(this.key, (tokens) => this.#granted(tokens))
-      .then(
-        (stop) => {
-          if (this.#waiters.size === 0) {
-            stop();
-            return;
-          }
-          this.#stopWatching = stop;
-          // A grant announced before we listened would be missed: ask once.
-          this.refreshAll(true);
-        },
-        () => {
-          // No notifications: the backup timer and the refresh keep waiting correct, only slower.
-        },
-      );
+    watchGrants(this.store, this.ops, (grant) => this.#granted(grant)).then(
+      (stop) => {
+        if (this.#waiters.size === 0) {
+          stop();
+          return;
+        }
+        this.#stopWatching = stop;
+        // A grant announced before we listened would be missed: ask once.
+        this.refreshAll(true);
+      },
+      () => {
+        // No notifications: the backup timer and the refresh keep waiting correct, only slower.
+      },
+    );
     this.#refreshTimer = setInterval(() => this.refreshAll(), Math.max(20, Math.floor(this.claimMs / 3)));
     this.#refreshTimer.unref();
   }
@@ -63,7 +63,9 @@ class Room {
   }
 
   /** Wakes everyone at the nearest moment a lease may lapse (a crashed holder frees nothing by itself). */
-  backupIn(ms: number): void {
+  backupIn(requestedMs: number): void {
+    // A store's delay beyond what a timer holds would fire at once, again and again.
+    const ms = Math.min(requestedMs, MAX_MS - 1);
     const at = performance.now() + ms;
     if (at >= this.#backupAt) return;
     clearTimeout(this.#backup);
@@ -91,7 +93,7 @@ class Room {
     }
     this.#refreshing = true;
     const tokens = [...this.#waiters.keys()];
-    this.refresh(tokens)
+    refreshWaiters(this.store, this.ops, tokens, this.claimMs)
       .then(
         ({ statuses, retryAfterMs }) => {
           const due = new Set<string>();
@@ -110,6 +112,7 @@ class Room {
           if (waiting && retryAfterMs > 1) this.backupIn(retryAfterMs);
         },
         () => {
+          // Failed, timed out or answered nonsense (a store error, published): the next refresh tries again.
           if (priming) this.#endPriming(new Set());
         },
       )
@@ -150,12 +153,13 @@ function roomFor(wait: Wait): Room {
     byId = new Map();
     rooms.set(wait.store, byId);
   }
-  let room = byId.get(wait.room);
+  const name = `${wait.ops.kind} ${wait.ops.key}`;
+  let room = byId.get(name);
   if (room === undefined) {
-    const created = new Room(wait.store, wait.key, wait.refresh, wait.claimMs, () => {
-      if (byId.get(wait.room) === created) byId.delete(wait.room);
+    const created = new Room(wait.store, wait.ops, wait.queue.claimMs, () => {
+      if (byId.get(name) === created) byId.delete(name);
     });
-    byId.set(wait.room, created);
+    byId.set(name, created);
     room = created;
   }
   return room;
@@ -171,53 +175,61 @@ export class WaitEnded {
 
 export interface Wait {
   store: Store;
-  /** The room's identity: kind and store key, e.g. `semaphore {semaphore:openai}`. */
-  room: string;
-  key: string;
+  /** The calls on the key; its kind and store key name the room. */
+  ops: WaitingCalls;
   token: string;
-  claimMs: number;
-  /** Time left of `waitMs`. */
-  remainingMs: number;
+  /** What the join sent: claims send it again. */
+  queue: QueueOptions;
+  /** When `waitMs` runs out, on the `performance.now()` clock. */
+  deadline: number;
   signal: AbortSignal | undefined;
   retryAfterMs: number;
-  /** The acquire call again: claims a grant, or refreshes the waiter's place. */
-  claim(): Promise<AcquireReply>;
-  leave(): Promise<void>;
-  refresh(tokens: readonly string[]): Promise<WaiterRefresh>;
 }
+
+const ignore = (): void => {};
 
 /**
  * Waits in the queue the first acquire joined, until the store grants this
  * token its permits (resolves with the send time of the winning claim), the
  * wait expires (rejects with `WaitEnded`), or `signal` aborts (rejects with
  * its reason). A waiter that gives up leaves the queue, returning any grant
- * it had not claimed, before the promise settles.
+ * it had not claimed, before the promise settles, but waits for that leave
+ * at most one store timeout past the deadline.
  */
 export function waitForGrant(wait: Wait): Promise<number> {
+  const { store, ops, token } = wait;
   const room = roomFor(wait);
   return new Promise<number>((resolve, reject) => {
     let done = false;
     let claiming = false;
     let wakeAgain = false;
     let retryAfterMs = wait.retryAfterMs;
+    // Claims the store has not answered yet, timed-out ones included: one may still take a permit.
+    const unanswered = new Set<Promise<AcquireReply>>();
 
     const settle = (outcome: { sentAt: number } | { error: unknown }): void => {
       if (done) return;
       done = true;
-      clearTimeout(deadline);
+      clearTimeout(expiry);
       wait.signal?.removeEventListener("abort", aborted);
-      room.remove(wait.token);
+      room.remove(token);
       if ("sentAt" in outcome) {
         resolve(outcome.sentAt);
         return;
       }
-      // Leave before reporting, so a grant that raced the give-up is returned, not leaked.
-      wait
-        .leave()
-        .catch(() => {
-          // The waiter lease (and a grant's claim window) lapses on its own.
-        })
+      // Nobody will use this token now: a claim answered after the leave below is given back too.
+      for (const answer of unanswered) leaveIfTaken(store, ops, token, answer);
+      // Leave before reporting, so a grant that raced the give-up is returned, not leaked. Its time
+      // counts from the deadline: a store that does not answer delays the report by at most one
+      // timeout, and the waiter lease (or a grant's reservation) then lapses on its own.
+      leave(store, ops, token, Math.max(0, performance.now() - wait.deadline))
+        .catch(ignore)
         .finally(() => reject(outcome.error));
+    };
+    const wakeIfAsked = (): void => {
+      if (!wakeAgain) return;
+      wakeAgain = false;
+      wake();
     };
     const wake = (): void => {
       if (done) return;
@@ -227,30 +239,38 @@ export function waitForGrant(wait: Wait): Promise<number> {
       }
       claiming = true;
       const sentAt = performance.now();
-      wait.claim().then(
+      const { reply, answer } = claim(store, ops, token, wait.queue);
+      unanswered.add(answer);
+      answer.then(
+        () => unanswered.delete(answer),
+        () => unanswered.delete(answer),
+      );
+      reply.then(
         (reply) => {
           claiming = false;
           if (reply.acquired) return settle({ sentAt });
           retryAfterMs = reply.retryAfterMs;
           if (reply.queueFull === true) return settle({ error: new WaitEnded("queue-full", retryAfterMs) });
           room.backupIn(retryAfterMs);
-          if (wakeAgain) {
-            wakeAgain = false;
-            wake();
-          }
+          wakeIfAsked();
         },
         () => {
-          // A failed round trip while waiting: the next wake-up (grant, backup, refresh) tries again.
+          // A failed or timed-out claim leaves nothing and releases nothing: the token keeps its place
+          // (and any grant stays reserved for it), and the next wake-up (grant, backup, refresh) claims again.
           claiming = false;
+          wakeIfAsked();
         },
       );
     };
     const aborted = (): void => settle({ error: wait.signal?.reason });
-    const deadline = setTimeout(() => settle({ error: new WaitEnded("wait-timeout", retryAfterMs) }), wait.remainingMs);
+    const expiry = setTimeout(
+      () => settle({ error: new WaitEnded("wait-timeout", retryAfterMs) }),
+      Math.max(1, wait.deadline - performance.now()),
+    );
 
     if (wait.signal?.aborted) return aborted();
     wait.signal?.addEventListener("abort", aborted, { once: true });
-    room.add(wait.token, wake);
+    room.add(token, wake);
     room.backupIn(retryAfterMs);
   });
 }

@@ -15,7 +15,19 @@ const factoryCases: [string, () => unknown, string, RegExp][] = [
   ["leaseMs beyond a timer", () => semaphore({ limit: 1, leaseMs: 2 ** 31 }), "leaseMs", /from 1 to 2147483647/],
   ["ttlMs negative", () => lock({ ttlMs: -5 }), "ttlMs", /`ttlMs` must be a whole number/],
   ["retries negative", () => semaphore({ limit: 1, retries: -1 }), "retries", /non-negative integer, got -1/],
-  ["retryDelayMs negative", () => lock({ retryDelayMs: -1 }), "retryDelayMs", /non-negative integer/],
+  ["retryDelayMs negative", () => lock({ retryDelayMs: -1 }), "retryDelayMs", /from 0 to 2147483647.*got -1/],
+  [
+    "retryDelayMs beyond a timer",
+    () => lock({ retries: 1, retryDelayMs: 2 ** 31 }),
+    "retryDelayMs",
+    /`retryDelayMs` must be a whole number of milliseconds from 0 to 2147483647/,
+  ],
+  [
+    "waitMs beyond a timer",
+    () => semaphore({ limit: 1, waitMs: 2 ** 31 }),
+    "waitMs",
+    /`waitMs` must be a whole number of milliseconds from 0 to 2147483647.*Pass the longest/,
+  ],
   [
     "heartbeat above half",
     () => semaphore({ limit: 1, leaseMs: 1000, heartbeatMs: 600 }),
@@ -29,6 +41,7 @@ const factoryCases: [string, () => unknown, string, RegExp][] = [
   ["semaphore option on a lock", () => lock({ leaseMs: 1000 } as never), "leaseMs", /unknown option `leaseMs` for lock/],
   ["empty prefix", () => lock({ prefix: "" }), "prefix", /non-empty string/],
   ["prefix with braces", () => semaphore({ limit: 1, prefix: "a{b}" }), "prefix", /Redis Cluster hash tag/],
+  ["prefix with a colon", () => lock({ prefix: "api:v2" }), "prefix", /must not contain ":".*"myapp-locks"/],
   ["client of the wrong kind", () => semaphore({ client: 42 as never, limit: 1 }), "client", /ioredis Redis or Cluster/],
   ["client twice", () => lock(memoryStore(), { client: memoryStore() } as never), "client", /client twice/],
   ["options not an object", () => semaphore("20" as never), "options", /must be an object/],
@@ -78,6 +91,13 @@ describe("bad call input is refused before any slot is taken", () => {
       /at most half of ttlMs \(100\)/,
     ],
     ["call retries fractional", () => locks.acquire("k", { retries: 0.5 }), "retries", /got 0\.5/],
+    ["call waitMs beyond a timer", () => slots.acquire("k", { waitMs: 2 ** 31 }), "waitMs", /from 0 to 2147483647/],
+    [
+      "call retryDelayMs beyond a timer",
+      () => locks.run("k", work, { retries: 1, retryDelayMs: 2 ** 31 }),
+      "retryDelayMs",
+      /from 0 to 2147483647/,
+    ],
     [
       "heartbeat on acquire",
       () => slots.acquire("k", { heartbeatMs: 10 } as never),

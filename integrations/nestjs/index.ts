@@ -28,6 +28,7 @@ import { watchNodeResponse } from "../../src/http/node-response.js";
 import { type Rejection, withoutStackTrace } from "../../src/http/problem.js";
 import type { LockLease, SemaphoreLease } from "../../src/lease.js";
 import { memoryStore } from "../../src/store/memory.js";
+import { prefix as checkPrefix } from "../../src/validate.js";
 
 /**
  * The request a `key`, `limit`, `weight` or `skip` function receives: the
@@ -257,6 +258,12 @@ export const Lease: () => ParameterDecorator = createParamDecorator(
   (_data: unknown, context: ExecutionContext): RequestLease | undefined => context.switchToHttp().getRequest().lease,
 );
 
+/** The module's prefix is every route's default: a bad one is refused when the module is configured, not on the first request. */
+function checkModulePrefix(options: LeaseholdModuleOptions): LeaseholdModuleOptions {
+  if (options?.prefix !== undefined) checkPrefix(options.prefix);
+  return options;
+}
+
 /**
  * Configures the client and defaults of every `@Semaphore` and `@Lock` in
  * the app. Global: import it once, in the root module.
@@ -274,7 +281,7 @@ export class LeaseholdModule {
   static forRoot(options: LeaseholdModuleOptions = {}): DynamicModule {
     return {
       module: LeaseholdModule,
-      providers: [{ provide: LEASEHOLD_OPTIONS, useValue: options }, LeaseholdGuard],
+      providers: [{ provide: LEASEHOLD_OPTIONS, useValue: checkModulePrefix(options) }, LeaseholdGuard],
       exports: [LEASEHOLD_OPTIONS, LeaseholdGuard],
     };
   }
@@ -294,7 +301,8 @@ export class LeaseholdModule {
       providers: [
         {
           provide: LEASEHOLD_OPTIONS,
-          useFactory: options.useFactory as (...args: unknown[]) => unknown,
+          useFactory: async (...args: unknown[]) =>
+            checkModulePrefix(await (options.useFactory as (...args: unknown[]) => LeaseholdModuleOptions)(...args)),
           inject: options.inject ?? [],
         },
         LeaseholdGuard,

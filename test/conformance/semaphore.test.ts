@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type SemaphoreLease, SemaphoreNotAcquiredError, semaphore, ValidationError } from "../../src/index.js";
+import { lock, type SemaphoreLease, SemaphoreNotAcquiredError, semaphore, ValidationError } from "../../src/index.js";
 import { uniquePrefix } from "../support/redis.js";
 import { eventually, gate, storesUnderTest } from "../support/stores.js";
 
@@ -235,6 +235,25 @@ describe.each(storesUnderTest)("semaphore on the $name store", ({ make }) => {
     expect(reply.retryAfterMs).toBeGreaterThan(0);
     expect(reply.retryAfterMs).toBeLessThanOrEqual(5_000);
     await store.semaphoreRelease(key, "a");
+  });
+
+  it("every (prefix, id) pair has keys of its own: a prefix with a colon is refused", async () => {
+    const store = make();
+    const base = uniquePrefix();
+    // Both pairs would be the key `{<base>:v2:x}`: (base, "v2:x") and (`${base}:v2`, "x").
+    expect(() => semaphore({ client: store, limit: 1, prefix: `${base}:v2` })).toThrow(ValidationError);
+    expect(() => lock({ client: store, prefix: `${base}:v2` })).toThrow(/must not contain ":"/);
+    const outer = semaphore({ client: store, limit: 1, prefix: base });
+    // The spelling the error suggests instead.
+    const inner = semaphore({ client: store, limit: 1, prefix: `${base}-v2` });
+    const held = await outer.acquire("v2:x");
+    expect(held).not.toBeNull();
+    const other = await inner.acquire("x");
+    expect(other).not.toBeNull();
+    expect(await outer.count("v2:x")).toBe(1);
+    expect(await inner.count("x")).toBe(1);
+    await held?.release();
+    await other?.release();
   });
 
   it("tokens are 128 random bits, unique per lease", async () => {

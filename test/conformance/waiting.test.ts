@@ -1,10 +1,15 @@
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { describe, expect, it } from "vitest";
 import {
+  CHANNELS,
+  type Grant,
   LockNotAcquiredError,
   lock,
   type SemaphoreLease,
   SemaphoreNotAcquiredError,
   type Store,
+  type StoreErrorEvent,
+  StoreUnavailableError,
   semaphore,
   ValidationError,
 } from "../../src/index.js";
@@ -12,6 +17,35 @@ import { uniquePrefix } from "../support/redis.js";
 import { eventually, gate, spyStore, storesUnderTest } from "../support/stores.js";
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs `body` while recording the store errors published for stores of kind
+ * `kind`, and every unhandled rejection or uncaught exception of the process.
+ */
+async function watchingFailures<T>(
+  kind: string,
+  body: (seen: { storeErrors: StoreErrorEvent[] }) => Promise<T>,
+): Promise<{ result: T; storeErrors: StoreErrorEvent[]; crashes: unknown[] }> {
+  const storeErrors: StoreErrorEvent[] = [];
+  const crashes: unknown[] = [];
+  const onStoreError = (event: unknown) => {
+    if ((event as StoreErrorEvent).store === kind) storeErrors.push(event as StoreErrorEvent);
+  };
+  const onCrash = (reason: unknown) => crashes.push(reason);
+  subscribe(CHANNELS.storeError, onStoreError);
+  process.on("unhandledRejection", onCrash);
+  process.on("uncaughtException", onCrash);
+  try {
+    const result = await body({ storeErrors });
+    // Rejections are reported unhandled once the microtask queue drains: let it.
+    await new Promise((resolve) => setImmediate(resolve));
+    return { result, storeErrors, crashes };
+  } finally {
+    unsubscribe(CHANNELS.storeError, onStoreError);
+    process.off("unhandledRejection", onCrash);
+    process.off("uncaughtException", onCrash);
+  }
+}
 
 describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
   /** A spied store with a long waiter lease: its periodic refresh (every third) never fires within a test. */
@@ -114,8 +148,11 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     expect((await slots.stats("k")).waiting).toBe(2);
     expect(performance.now() - started).toBeLessThan(5_000);
     await holder?.release();
-    const [first, second] = await Promise.all(queued);
+    // Each in turn: the second is admitted only once the first gives its permit back.
+    const first = await queued[0];
     await first?.release();
+    const second = await queued[1];
+    expect(second).not.toBeNull();
     await second?.release();
   });
 
@@ -270,6 +307,242 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     await expect(slots.acquire("k", { waitMs: 100, retries: 3 })).rejects.toBeInstanceOf(ValidationError);
     expect(() => lock({ client: store, waitMs: 100, retries: 1 })).toThrow(/pass one of them/);
     await expect(slots.acquire("k", { maxQueue: 0 })).rejects.toMatchObject({ option: "maxQueue" });
+  });
+
+  it("a claim whose reply comes after the store timeout keeps the waiter's place: the first waiter is still admitted first", async () => {
+    // A short waiter lease: the room's refresh (every 500 ms) is a wake-up that claims again.
+    const { store: spied, calls } = spyStore(make({ waiterLeaseMs: 1_500 }), {}, 1_000);
+    const prefix = uniquePrefix();
+    const lateReply = gate();
+    let first: string | undefined;
+    let firstCalls = 0;
+    let answeredLate = false;
+    const store: Store = {
+      ...spied,
+      semaphoreAcquire: async (key, token, limit, weight, leaseMs, queue) => {
+        if (queue !== undefined) first ??= token;
+        const reply = await spied.semaphoreAcquire(key, token, limit, weight, leaseMs, queue);
+        // The first waiter's first claim reaches the store, which grants it; the answer arrives after the timeout.
+        if (token === first && ++firstCalls === 2) {
+          await lateReply.opened;
+          answeredLate = true;
+        }
+        return reply;
+      },
+    };
+    const slots = semaphore({ client: store, limit: 1, prefix });
+    const holder = await slots.acquire("k");
+    const order: string[] = [];
+    const w1 = slots.run(
+      "k",
+      async () => {
+        order.push("W1");
+        expect(order).toEqual(["W1"]);
+        lateReply.open();
+        await eventually(() => answeredLate);
+        // The late answer to the timed-out claim must not free the lease a later claim made usable.
+        expect((await slots.stats("k")).used).toBe(1);
+        expect(order).toEqual(["W1"]);
+      },
+      { waitMs: 15_000 },
+    );
+    await eventually(() => calls.semaphoreAcquire === 2);
+    const w2 = slots.run("k", async () => void order.push("W2"), { waitMs: 15_000 });
+    await eventually(() => calls.semaphoreAcquire === 3);
+    await holder?.release();
+    await Promise.all([w1, w2]);
+    expect(order).toEqual(["W1", "W2"]);
+    expect(await slots.stats("k")).toMatchObject({ used: 0, waiting: 0 });
+  });
+
+  it("a wait given up while the store does not answer its leave settles within waitMs plus one store timeout", async () => {
+    const { store, calls } = spyStore(make({ waiterLeaseMs: 60_000 }), { semaphoreLeave: () => "hang" }, 500);
+    const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix() });
+    const holder = await slots.acquire("k");
+    const started = performance.now();
+    const waiting = slots
+      .run("k", async () => "ran", { waitMs: 1_000 })
+      .catch((error: unknown) => ({
+        error,
+        ms: performance.now() - started,
+      }));
+    // Far beyond the bound below: without it, the call would hang here for as long as the leave does.
+    let giveUp: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([
+      waiting,
+      new Promise((resolve) => {
+        giveUp = setTimeout(() => resolve("still waiting"), 15_000);
+      }),
+    ]);
+    clearTimeout(giveUp);
+    expect(outcome).toMatchObject({ error: { reason: "wait-timeout" } });
+    expect((outcome as { ms: number }).ms).toBeLessThan(1_000 + 3 * 500);
+    expect(calls.semaphoreLeave).toBe(1);
+    await holder?.release();
+  });
+
+  it("a waiter refresh that never answers does not stop the next ones", async () => {
+    const { store, calls } = spyStore(
+      make({ waiterLeaseMs: 1_500 }),
+      { semaphoreRefreshWaiters: (n) => (n === 1 ? "hang" : undefined) },
+      500,
+    );
+    const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix() });
+    const holder = await slots.acquire("k");
+    const waiting = slots.acquire("k", { waitMs: 15_000 });
+    // Every 500 ms; the first hangs. Without a bound it would be "in flight" forever and block the rest.
+    await eventually(() => calls.semaphoreRefreshWaiters >= 4);
+    expect((await slots.stats("k")).waiting).toBe(1);
+    await holder?.release();
+    const lease = await waiting;
+    expect(lease).not.toBeNull();
+    await lease?.release();
+  });
+
+  describe("a store answering nonsense while callers wait", () => {
+    /** A real store whose answers to the waiting-room calls can be replaced. */
+    const wrapped = (waiterLeaseMs: number, changes: (real: Store) => Partial<Store>) => {
+      const real = make({ waiterLeaseMs });
+      const store: Store = { ...spyStore(real).store, ...changes(real), kind: "garbled" };
+      return semaphore({ client: store, limit: 1, prefix: uniquePrefix() });
+    };
+
+    const refreshes: [string, unknown][] = [
+      ["an empty object", {}],
+      ["null", null],
+      ["fewer statuses than waiters", { statuses: [], retryAfterMs: 5 }],
+      ["more statuses than waiters", { statuses: ["waiting", "held"], retryAfterMs: 5 }],
+      ["an unknown status", { statuses: ["maybe"], retryAfterMs: 5 }],
+      ["a negative delay", { statuses: ["waiting"], retryAfterMs: -1 }],
+      ["a delay no timer can hold", { statuses: ["waiting"], retryAfterMs: 2 ** 40 }],
+    ];
+
+    it.each(refreshes)(
+      "a waiter refresh answered with %s is a store error, and the grant still admits the waiter",
+      async (_, garbage) => {
+        const { result, storeErrors, crashes } = await watchingFailures("garbled", async ({ storeErrors }) => {
+          // The real refresh still runs (the waiter keeps its place); only its answer is replaced.
+          const slots = wrapped(600, (real) => ({
+            semaphoreRefreshWaiters: async (key, tokens, claimMs) => {
+              await real.semaphoreRefreshWaiters(key, tokens, claimMs);
+              return garbage as never;
+            },
+          }));
+          const holder = await slots.acquire("k");
+          let released = false;
+          const waiting = slots.acquire("k", { waitMs: 15_000 }).then((lease) => ({ lease, released }));
+          await eventually(() => storeErrors.filter((event) => event.operation === "refresh").length >= 2);
+          released = true;
+          await holder?.release();
+          const outcome = await waiting;
+          await outcome.lease?.release();
+          return { ...outcome, after: await slots.stats("k") };
+        });
+        expect(crashes).toEqual([]);
+        expect(result.lease).not.toBeNull();
+        expect(result.released).toBe(true);
+        expect(result.after).toMatchObject({ used: 0, waiting: 0 });
+        expect(storeErrors.length).toBeGreaterThanOrEqual(2);
+        for (const event of storeErrors) {
+          expect(event).toMatchObject({ operation: "refresh", kind: "semaphore", id: "k" });
+          expect(event.error).toBeInstanceOf(StoreUnavailableError);
+        }
+      },
+    );
+
+    it("a watch that resolves a number instead of a function is a store error; the waiter refresh still admits the waiter", async () => {
+      const { result, storeErrors, crashes } = await watchingFailures("garbled", async () => {
+        const slots = wrapped(600, () => ({ watch: async () => 42 as never }));
+        const holder = await slots.acquire("k");
+        const waiting = slots.acquire("k", { waitMs: 15_000 });
+        await holder?.release();
+        const lease = await waiting;
+        await lease?.release();
+        return { lease, after: await slots.stats("k") };
+      });
+      expect(crashes).toEqual([]);
+      expect(result.lease).not.toBeNull();
+      expect(result.after).toMatchObject({ used: 0, waiting: 0 });
+      expect(storeErrors.map((event) => event.operation)).toEqual(["watch"]);
+    });
+
+    it("a watch whose stop function throws is a store error when the last waiter goes, not a crash", async () => {
+      const { result, storeErrors, crashes } = await watchingFailures("garbled", async () => {
+        const slots = wrapped(600, () => ({
+          watch: async () => () => {
+            throw new Error("cannot unsubscribe");
+          },
+        }));
+        const holder = await slots.acquire("k");
+        const waiting = slots.acquire("k", { waitMs: 15_000 });
+        await holder?.release();
+        const lease = await waiting;
+        await lease?.release();
+        return { lease };
+      });
+      expect(crashes).toEqual([]);
+      expect(result.lease).not.toBeNull();
+      expect(storeErrors.map((event) => event.operation)).toEqual(["unwatch"]);
+      expect(storeErrors[0]?.error.message).toMatch(/cannot unsubscribe/);
+    });
+
+    it("a grant announced as nonsense is a store error and wakes nobody; the real grant admits the waiter", async () => {
+      const { result, storeErrors, crashes } = await watchingFailures("garbled", async () => {
+        let announced = false;
+        const slots = wrapped(60_000, (real) => ({
+          watch: async (key, onGrant) => {
+            const stop = await real.watch(key, onGrant);
+            queueMicrotask(() => {
+              for (const garbage of [null, {}, { tokens: "all", reservedMs: 5 }, { tokens: [7], reservedMs: 5 }]) {
+                onGrant(garbage as unknown as Grant);
+              }
+              announced = true;
+            });
+            return stop;
+          },
+        }));
+        const holder = await slots.acquire("k");
+        let settled = false;
+        const waiting = slots.acquire("k", { waitMs: 15_000 }).finally(() => {
+          settled = true;
+        });
+        await eventually(() => announced);
+        const settledEarly = settled;
+        await holder?.release();
+        const lease = await waiting;
+        await lease?.release();
+        return { settledEarly, lease };
+      });
+      expect(crashes).toEqual([]);
+      expect(result.settledEarly).toBe(false);
+      expect(result.lease).not.toBeNull();
+      expect(storeErrors.map((event) => event.operation)).toEqual(["grant", "grant", "grant", "grant"]);
+    });
+
+    it("with both the refresh and the watch answering nonsense, the wait ends at waitMs and leaves nothing behind", async () => {
+      const { result, storeErrors, crashes } = await watchingFailures("garbled", async () => {
+        const slots = wrapped(600, (real) => ({
+          watch: async () => "listening" as never,
+          semaphoreRefreshWaiters: async (key, tokens, claimMs) => {
+            await real.semaphoreRefreshWaiters(key, tokens, claimMs);
+            return null as never;
+          },
+        }));
+        const holder = await slots.acquire("k");
+        const started = performance.now();
+        const refused = await slots.run("k", async () => "ran", { waitMs: 1_000 }).catch((error: unknown) => error);
+        const waitedMs = performance.now() - started;
+        await holder?.release();
+        return { refused, waitedMs, after: await slots.stats("k") };
+      });
+      expect(crashes).toEqual([]);
+      expect(result.refused).toBeInstanceOf(SemaphoreNotAcquiredError);
+      expect(result.refused).toMatchObject({ reason: "wait-timeout" });
+      expect(result.waitedMs).toBeGreaterThanOrEqual(990);
+      expect(result.after).toMatchObject({ used: 0, holders: 0, waiting: 0 });
+      expect(storeErrors.some((event) => event.operation === "watch")).toBe(true);
+      expect(storeErrors.some((event) => event.operation === "refresh")).toBe(true);
+    });
   });
 
   it("many waiters and a limit: never more than the limit inside, everyone served in order", async () => {

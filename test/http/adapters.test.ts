@@ -396,6 +396,14 @@ describe("adapter options are validated when the middleware is created", () => {
     ],
     ["Hono bad client", () => honoLock("x", { client: "redis://x" as never }), /`client` must be an ioredis/],
     ["Hono name with a newline", () => honoLock("a\nb"), /control characters/],
+    ["Express waitMs beyond a timer", () => expressSemaphore("x", 1, { waitMs: 2 ** 31 }), /`waitMs` must be a whole number/],
+    [
+      "Hono retryDelayMs beyond a timer",
+      () => honoLock("x", { retries: 1, retryDelayMs: 2 ** 31 }),
+      /`retryDelayMs` must be a whole number of milliseconds from 0 to 2147483647/,
+    ],
+    ["Express prefix with a colon", () => expressLock("x", { prefix: "app:locks" }), /must not contain ":"/],
+    ["Hono prefix with a colon", () => honoSemaphore("x", 1, { prefix: "app:slots" }), /must not contain ":"/],
   ];
   it.each(cases)("%s", (_, create, message) => {
     expect(create).toThrow(message);

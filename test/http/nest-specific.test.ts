@@ -23,6 +23,7 @@ import {
   LeaseholdGuard,
   LeaseholdModule,
   LeaseRejectedException,
+  Lock,
   type NestRequest,
   Semaphore,
 } from "../../integrations/nestjs/index.js";
@@ -146,6 +147,17 @@ describe("NestJS guard outside HTTP", () => {
     expect(error.getResponse()).toMatchObject({ key: "k" });
   });
 
+  it("a module prefix with a colon is refused when the module is configured, not on the first request", async () => {
+    expect(() => LeaseholdModule.forRoot({ prefix: "app:locks" })).toThrow(ValidationError);
+    @Module({
+      imports: [LeaseholdModule.forRootAsync({ useFactory: async () => ({ client: memoryStore(), prefix: "app:locks" }) })],
+      controllers: [ScopedController],
+    })
+    class AppModule {}
+    const created = NestFactory.create(AppModule, new ExpressAdapter(), { logger: false, abortOnError: false });
+    await expect(created).rejects.toThrow(/must not contain ":"/);
+  });
+
   it("bad decorator options throw when the class is defined, not on the first request", () => {
     expect(() => Semaphore("x", 0)).toThrow(ValidationError);
     expect(() => Semaphore("", 1)).toThrow(/lease name/);
@@ -153,5 +165,8 @@ describe("NestJS guard outside HTTP", () => {
     expect(() => Semaphore("x", 1, { status: 200 })).toThrow(/status/);
     const key = (req: NestRequest) => req.params.id;
     expect(() => Semaphore("x", 1, { key, leaseMs: 1000, heartbeatMs: 900 })).toThrow(/heartbeatMs/);
+    expect(() => Semaphore("x", 1, { waitMs: 2 ** 31 })).toThrow(/`waitMs` must be a whole number/);
+    expect(() => Lock("x", { retries: 1, retryDelayMs: 2 ** 31 })).toThrow(/`retryDelayMs` must be a whole number/);
+    expect(() => Lock("x", { prefix: "app:locks" })).toThrow(/must not contain ":"/);
   });
 });
