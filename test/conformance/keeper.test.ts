@@ -362,7 +362,7 @@ describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) =>
           await eventually(() => calls.semaphoreExtend >= renewed + 3);
           return lease.signal.aborted;
         },
-        { leaseMs: 200, heartbeatMs: 40 },
+        { leaseMs: 1_000, heartbeatMs: 40 },
       ),
     );
     expect(result).toEqual({ status: "fulfilled", value: false });
