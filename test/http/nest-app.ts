@@ -42,6 +42,7 @@ export function buildNestModule(control: Control, options: Record<string, unknow
     return { key: lease?.key, limit: lease && "limit" in lease ? lease.limit : null };
   };
   const onLeaseLost = (error: unknown, req: NestRequest) => control.reasons.set(`hook:${String(req.url).slice(1)}`, error);
+  const recordLoss = (error: unknown, req: NestRequest) => control.leaseLost(idOf(req), error);
   const body = async function* (lines: () => AsyncGenerator<string>) {
     yield* lines();
   };
@@ -131,6 +132,31 @@ export function buildNestModule(control: Control, options: Record<string, unknow
           }),
         ),
       );
+    }
+
+    // Disconnects: a handler that keeps working after the abort until the test lets it finish,
+    // one that ignores the abort and never ends, and one that gives its permit back early.
+    @Get("linger")
+    @Semaphore("linger", 1, { disconnectGraceMs: 60_000, onLeaseLost: recordLoss })
+    linger(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return hold(req, lease);
+    }
+
+    @Get("abandon")
+    @Semaphore("abandon", 1, { disconnectGraceMs: 200, onLeaseLost: recordLoss })
+    async abandon(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      control.watch(idOf(req), lease);
+      await control.hold(idOf(req));
+      return "too late";
+    }
+
+    @Get("early")
+    @Semaphore("early", 1, { leaseMs: 200, heartbeatMs: 50, onLeaseLost: recordLoss })
+    async early(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      control.watch(idOf(req), lease);
+      const released = await lease.release();
+      await control.hold(idOf(req));
+      return { released };
     }
 
     @Get("empty-key")
