@@ -114,7 +114,12 @@ function middleware(admission: Admission<Context>, options: { onRejected?: unkno
     const outgoing = nodeResponse(c.env);
     let current = { key: admission.name, limit: 1 };
     if (outgoing !== undefined) watchNodeResponse(outgoing, exchange, admission, () => current);
-    else c.req.raw.signal?.addEventListener("abort", () => exchange.clientGone(current.key), { once: true });
+    else {
+      const signal = c.req.raw.signal;
+      // Already aborted (the client left during an earlier middleware): no event will come.
+      if (signal?.aborted) exchange.clientGone(current.key);
+      else signal?.addEventListener("abort", () => exchange.clientGone(current.key), { once: true });
+    }
 
     const outcome = await admission.admit(c, exchange);
     if (outcome.type === "rejected") {

@@ -18,7 +18,7 @@ export function sendRejection(res: ServerResponse, rejection: Rejection): void {
  * during a body, the response is destroyed, so the client sees a cut stream
  * rather than a complete-looking one and the over-limit work stops. Once the
  * client has left there is nobody to answer. Call before any await, so no
- * event is missed.
+ * event is missed; a connection already closed counts as closing now.
  */
 export function watchNodeResponse<Req>(
   res: ServerResponse,
@@ -26,11 +26,15 @@ export function watchNodeResponse<Req>(
   admission: Admission<Req>,
   current: () => { key: string; limit: number },
 ): void {
-  res.once("finish", () => exchange.responded());
-  res.once("close", () => {
+  const closed = () => {
     if (res.writableFinished) exchange.responded();
     else exchange.clientGone(current().key);
-  });
+  };
+  res.once("finish", () => exchange.responded());
+  res.once("close", closed);
+  // A client that left during an earlier step (an auth call, a body parser) emits nothing more:
+  // without this the request would be admitted and its permit kept for a response nobody reads.
+  if (res.destroyed) closed();
   exchange.onLost = (error: LeaseLostError) => {
     if (exchange.gone) return;
     if (res.headersSent || res.writableEnded) {

@@ -322,6 +322,28 @@ describe.each(harnesses)("$name adapter", (harness) => {
       expect(control.lostHook).toHaveLength(1);
     });
 
+    it("a client that left during a step before leasehold takes no permit, so none is kept for a response nobody reads", async () => {
+      const gone = openStream(`${app.url}/late`, { "x-id": "gone" });
+      await eventually(() => control.entered.includes("before:gone"));
+      gone.cut();
+      await eventually(async () => (await app.connections()) === 0);
+      control.open("before:gone");
+      // A request that comes next finds the permit free.
+      let answered: request.Response | undefined;
+      const next = get("/late", { "x-id": "next" }).then((res) => {
+        answered = res;
+        return res;
+      });
+      await eventually(() => control.entered.includes("before:next"));
+      control.open("before:next");
+      await eventually(() => control.entered.includes("next") || answered !== undefined);
+      expect(control.entered).not.toContain("gone");
+      control.open("next");
+      expect((await next).status).toBe(200);
+      await eventually(async () => (await count("late")) === 0);
+      await releasedExactlyOnce();
+    });
+
     it("a handler that releases its lease early frees the permit at once and is neither cut nor reported", async () => {
       const first = get("/early", { "x-id": "e1" }).then((res) => res);
       await eventually(() => control.entered.includes("e1"));

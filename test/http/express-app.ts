@@ -75,6 +75,13 @@ function routes(app: express5.Express, store: Store, control: Control): void {
       res.json({ released });
     },
   );
+  // A slow step before leasehold (an auth call, a body parser): the client may leave meanwhile.
+  app.get(
+    "/late",
+    (req, _res, next) => void control.hold(`before:${id(req)}`).then(() => next()),
+    semaphore("late", 1, { client }),
+    hold,
+  );
   app.get("/empty-key", semaphore("ek", 1, { client, key: () => "" }), hold);
   app.get(
     "/throwing-key",

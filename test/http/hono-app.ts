@@ -82,6 +82,16 @@ export function buildHonoApp(store: Store, control: Control): Hono {
     await control.hold(id(c));
     return c.json({ released });
   });
+  // A slow step before leasehold (an auth call, a body parser): the client may leave meanwhile.
+  app.get(
+    "/late",
+    async (c, next) => {
+      await control.hold(`before:${id(c)}`);
+      await next();
+    },
+    semaphore("late", 1, { client }),
+    hold,
+  );
   app.get("/empty-key", semaphore("ek", 1, { client, key: () => "" }), hold);
   app.get(
     "/throwing-key",

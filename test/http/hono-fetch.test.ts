@@ -69,6 +69,23 @@ describe("Hono adapter without a Node response (fetch runtimes)", () => {
     control.openAll();
   });
 
+  it("a request aborted during an earlier middleware is not admitted", async () => {
+    const { app, control, count } = setup();
+    const client = new AbortController();
+    const pending = app.request("/late", { headers: { "x-id": "gone" }, signal: client.signal });
+    await eventually(() => control.entered.includes("before:gone"));
+    client.abort();
+    control.open("before:gone");
+    let status: number | undefined;
+    void Promise.resolve(pending).then((res) => {
+      status = res.status;
+    });
+    await eventually(() => status !== undefined || control.entered.includes("gone"));
+    expect(control.entered).not.toContain("gone");
+    expect(status).toBe(499);
+    expect(await count("late")).toBe(0);
+  });
+
   it("a handler that releases its lease early is answered in full", async () => {
     const { app, control, count } = setup();
     const pending = app.request("/early", { headers: { "x-id": "e" } });

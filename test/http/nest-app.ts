@@ -4,18 +4,22 @@ import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import {
   type ArgumentsHost,
+  type CanActivate,
   Catch,
   Controller,
   type ExceptionFilter,
+  type ExecutionContext,
   Get,
   HttpCode,
   HttpException,
   type INestApplication,
   Inject,
+  Injectable,
   Module,
   Post,
   Req,
   StreamableFile,
+  UseGuards,
 } from "@nestjs/common";
 import { APP_FILTER, HttpAdapterHost, NestFactory } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
@@ -46,6 +50,15 @@ export function buildNestModule(control: Control, options: Record<string, unknow
   const body = async function* (lines: () => AsyncGenerator<string>) {
     yield* lines();
   };
+
+  /** A slow guard that runs before leasehold's (an auth call): the client may leave meanwhile. */
+  @Injectable()
+  class SlowGuard implements CanActivate {
+    async canActivate(context: ExecutionContext) {
+      await control.hold(`before:${idOf(context.switchToHttp().getRequest())}`);
+      return true;
+    }
+  }
 
   @Controller()
   class RoutesController {
@@ -157,6 +170,14 @@ export function buildNestModule(control: Control, options: Record<string, unknow
       const released = await lease.release();
       await control.hold(idOf(req));
       return { released };
+    }
+
+    @Get("late")
+    @Semaphore("late", 1)
+    // Below @Semaphore, so applied first: its guard runs before leasehold's.
+    @UseGuards(SlowGuard)
+    late(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return hold(req, lease);
     }
 
     @Get("empty-key")
