@@ -182,10 +182,14 @@ export class LeaseHandle implements Lease {
     return this.#lost;
   }
 
-  /** Declares the lease gone: aborts `signal` with the LeaseLost error, once. */
-  lose(): void {
+  /**
+   * Declares the lease gone: aborts `signal` with the LeaseLost error, once.
+   * `cause`, when given, says why (e.g. the client that left), as the error's `cause`.
+   */
+  lose(cause?: Error): void {
     if (this.#lost !== undefined) return;
     const error = this.#backend.lost();
+    if (cause !== undefined) Object.defineProperty(error, "cause", { value: cause, configurable: true, writable: true });
     this.#lost = error;
     this.#controller?.abort(error);
     for (const listener of this.#onLose ?? []) listener(error);

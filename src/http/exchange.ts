@@ -144,8 +144,9 @@ export class Exchange {
 
   #graceOver(): void {
     if (this.#done) return;
-    // The handler may still be working: giving its permit back now is a loss, and is reported as one.
-    this.#lease?.lose();
+    // The handler may still be working: giving its permit back now is a loss, and is reported as one,
+    // with the departure as its cause.
+    this.#lease?.lose(this.#clientGone);
     this.#finish();
   }
 

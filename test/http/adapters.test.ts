@@ -314,6 +314,7 @@ describe.each(harnesses)("$name adapter", (harness) => {
       expect(events.of("abandon").map(({ type }) => type)).toEqual(["lost", "released"]);
       expect(events.of("abandon")[0]?.event).toMatchObject({ error: expect.any(SemaphoreLeaseLostError) });
       expect(control.lostHook).toEqual([{ id: "a1", error: expect.any(SemaphoreLeaseLostError) }]);
+      expect((control.lostHook[0]?.error as Error | undefined)?.cause).toBeInstanceOf(ClientAbortedError);
       // The permit is free for the next request.
       const next = get("/abandon", { "x-id": "a2" }).then((res) => res);
       await eventually(() => control.entered.includes("a2"));
