@@ -115,8 +115,10 @@ async function redisCycles(): Promise<void> {
       bars.push({ label: `${name} @${concurrency}`, value: sample.opsPerSec });
     }
   }
-  const versus = (concurrency: number, other: string) =>
-    (at[concurrency]?.leasehold as Sample).opsPerSec / (at[concurrency]?.[other] as Sample).opsPerSec;
+  const versus = (concurrency: number, other: string) => {
+    const samples = at[concurrency] as Record<string, Sample>;
+    return (samples.leasehold as Sample).opsPerSec / (samples[other] as Sample).opsPerSec;
+  };
   scenarios.push({
     name: "redis-cycle",
     unit: "cycles/s",
@@ -380,7 +382,8 @@ async function inProcess(): Promise<void> {
   unsubscribe(CHANNELS.released, noop);
   results["leasehold memory (acquire+release), again without"] = await timeLoop(subjects[0]?.[1] as () => Promise<unknown>);
   const ours = results["leasehold memory (acquire+release)"] as number;
-  const pl = (name: string) => (name.includes("limit 16") ? (results["p-limit, limit 16"] as number) : (results["p-limit"] as number));
+  const pl = (name: string) =>
+    name.includes("limit 16") ? (results["p-limit, limit 16"] as number) : (results["p-limit"] as number);
   scenarios.push({
     name: "in-process",
     unit: "tasks/s",

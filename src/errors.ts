@@ -187,14 +187,16 @@ export class StoreUnavailableError extends LeaseholdError {
 
 /**
  * The HTTP client went away before its response finished. An adapter aborts
- * the handler's `lease.signal` with it, so the work can stop, and returns the
- * permit.
+ * the handler's `lease.signal` with it, so the work can stop; the permit is
+ * returned once the work has ended, at the latest `disconnectGraceMs` later
+ * (which is then reported as a loss).
  *
  * @example
  * ```ts
  * app.get("/report", semaphore("reports", 4), async (req, res) => {
  *   req.lease?.signal.addEventListener("abort", () => {
  *     if (req.lease?.signal.reason instanceof ClientAbortedError) log.info("client left");
+ *     res.end(); // Express: the permit returns when the response is ended
  *   });
  * });
  * ```
@@ -206,7 +208,7 @@ export class ClientAbortedError extends LeaseholdError {
   constructor(key: string) {
     super(
       "ERR_CLIENT_ABORTED",
-      `leasehold: the client disconnected before the response for "${key}" finished; its permit was returned.`,
+      `leasehold: the client disconnected before the response for "${key}" finished; stop the work: its permit returns when the work ends.`,
     );
     this.key = key;
   }

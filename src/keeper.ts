@@ -22,6 +22,34 @@ function report(lease: LeaseHandle, onRenewError: KeepOptions["onRenewError"], e
 }
 
 /**
+ * The final release of `run`. A release the body already made is waited for,
+ * not repeated: one round trip, and its answer decides a loss. Only if the
+ * store failed to answer it (the lease may still be held) is it sent again.
+ */
+async function giveBack(
+  lease: LeaseHandle,
+  pastDeadline: () => boolean,
+  onRenewError: KeepOptions["onRenewError"],
+): Promise<void> {
+  const early = lease.releasing;
+  if (early !== undefined) {
+    try {
+      await early;
+      return;
+    } catch {
+      // The body saw this failure itself; the deadline decides whether the lease was kept meanwhile.
+      pastDeadline();
+    }
+  }
+  try {
+    await lease.release();
+  } catch (error) {
+    // The store did not answer: the permit lapses with its lease. Not a loss.
+    report(lease, onRenewError, error);
+  }
+}
+
+/**
  * Runs `fn` while keeping `lease`: renews every `heartbeatMs` (never two
  * renewals at once), and declares the lease lost when a renewal answers "not
  * ours" or when its deadline (a full lease without a successful renewal)
@@ -29,6 +57,11 @@ function report(lease: LeaseHandle, onRenewError: KeepOptions["onRenewError"], e
  * body settles (a body that blocks the event loop starves the timer), and the
  * final release's answer is consulted. Teardown order: stop the timer, wait
  * for a renewal in flight, release.
+ *
+ * A body may release the lease itself (it is done with the resource but not
+ * with its work): from then on nothing is renewed and the deadline no longer
+ * applies; that release's answer alone says whether the lease was lost, and
+ * `run` sends no second one.
  *
  * On loss, `lease.signal` aborts with the LeaseLost error and the returned
  * promise rejects with that same error, even when `fn` resolved.
@@ -42,8 +75,11 @@ export async function keepLease<L extends LeaseHandle, T>(
   let timer: NodeJS.Timeout | undefined;
   let renewal: Promise<void> | undefined;
 
+  let done = false;
+
+  // Once the holder has released, only that release's answer says whether the lease was lost.
   const pastDeadline = (): boolean => {
-    if (performance.now() >= lease.deadline) lease.lose();
+    if (lease.releasing === undefined && performance.now() >= lease.deadline) lease.lose();
     return lease.lost !== undefined;
   };
   const schedule = (): void => {
@@ -54,6 +90,14 @@ export async function keepLease<L extends LeaseHandle, T>(
   };
   const tick = (): void => {
     timer = undefined;
+    const early = lease.releasing;
+    if (early !== undefined) {
+      // Given back by its holder: nothing left to renew, unless the store failed to answer.
+      early.then(undefined, () => {
+        if (!done && timer === undefined) tick();
+      });
+      return;
+    }
     if (pastDeadline()) return;
     if (heartbeatMs !== false && renewal === undefined) {
       renewal = lease
@@ -78,14 +122,10 @@ export async function keepLease<L extends LeaseHandle, T>(
   }
   // Same turn as the body's completion: a timer cannot have run if the body blocked.
   pastDeadline();
+  done = true;
   clearTimeout(timer);
   if (renewal !== undefined) await renewal;
-  try {
-    await lease.release();
-  } catch (error) {
-    // The store did not answer: the permit lapses with its lease. Not a loss.
-    report(lease, onRenewError, error);
-  }
+  await giveBack(lease, pastDeadline, onRenewError);
 
   const lost = lease.lost;
   if (lost !== undefined) {

@@ -37,7 +37,9 @@ export interface Lease {
   extend(ms?: number): Promise<boolean>;
   /**
    * Gives the lease back. Resolves true only if it was still ours, false if
-   * it had lapsed or was already released (nothing extra is freed).
+   * it had lapsed or was already released (nothing extra is freed). Inside
+   * `run` it may be called before the body ends: the permit is free at once,
+   * renewal stops, and `run` does not report a loss unless this answers false.
    */
   release(): Promise<boolean>;
 }
@@ -89,6 +91,8 @@ export class LeaseHandle implements Lease {
   readonly #backend: LeaseBackend;
   readonly #heldSince = performance.now();
   #released = false;
+  /** The holder's release, in flight or answered; undefined again if the store did not answer it. */
+  #releasing: Promise<boolean> | undefined;
 
   constructor(
     readonly key: string,
@@ -113,15 +117,33 @@ export class LeaseHandle implements Lease {
     return ours;
   }
 
-  async release(): Promise<boolean> {
-    if (this.#released) return false;
+  release(): Promise<boolean> {
+    if (this.#released) return Promise.resolve(false);
     this.#released = true;
+    const releasing = this.#giveBack();
+    // Unless a store that throws synchronously has already undone it.
+    if (this.#released) this.#releasing = releasing;
+    return releasing;
+  }
+
+  /**
+   * The holder's own release, while in flight and once answered: `run` waits
+   * for it instead of sending another, and its answer alone says whether the
+   * lease was lost. Undefined before `release()`, and again after a release
+   * the store did not answer (the lease may still be held).
+   */
+  get releasing(): Promise<boolean> | undefined {
+    return this.#releasing;
+  }
+
+  async #giveBack(): Promise<boolean> {
     let ours: boolean;
     try {
       ours = await bounded(this.#backend.store, "release", this.#backend.release(this.token), isFlag, this.#backend.subject);
     } catch (error) {
       // The store did not answer: the lease may still be held, so a retry must be possible.
       this.#released = false;
+      this.#releasing = undefined;
       throw error;
     }
     if (channels.released.hasSubscribers) {
@@ -160,10 +182,14 @@ export class LeaseHandle implements Lease {
     return this.#lost;
   }
 
-  /** Declares the lease gone: aborts `signal` with the LeaseLost error, once. */
-  lose(): void {
+  /**
+   * Declares the lease gone: aborts `signal` with the LeaseLost error, once.
+   * `cause`, when given, says why (e.g. the client that left), as the error's `cause`.
+   */
+  lose(cause?: Error): void {
     if (this.#lost !== undefined) return;
     const error = this.#backend.lost();
+    if (cause !== undefined) Object.defineProperty(error, "cause", { value: cause, configurable: true, writable: true });
     this.#lost = error;
     this.#controller?.abort(error);
     for (const listener of this.#onLose ?? []) listener(error);

@@ -13,7 +13,9 @@ export function createApp(client = exampleClient().client): express.Express {
   app.post("/chat", semaphore("chat", 2, { client, key: tenant }), async (req, res) => {
     // A slow upstream call: it keeps its permit, and stops if the permit is lost or the client leaves.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
-    if (req.lease?.signal.aborted) return;
+    // Stopping: end the response all the same, which is how Express tells the adapter the work is done
+    // (otherwise a departed client's permit stays taken until disconnectGraceMs, reported as lost).
+    if (req.lease?.signal.aborted) return void res.end();
     res.json({ answer: "42", key: req.lease?.key });
   });
 

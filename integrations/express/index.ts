@@ -1,12 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from "express";
-import {
-  Admission,
-  Exchange,
-  type LockAdmissionOptions,
-  type RequestLease,
-  type SemaphoreAdmissionOptions,
-} from "../../src/http/admission.js";
-import { sendRejection, watchNodeResponse } from "../../src/http/node-response.js";
+import { Admission, type LockAdmissionOptions, type SemaphoreAdmissionOptions } from "../../src/http/admission.js";
+import { Exchange, type RequestLease } from "../../src/http/exchange.js";
+import { reportHandlerEnd, sendRejection, watchNodeResponse } from "../../src/http/node-response.js";
 import type { Rejection } from "../../src/http/problem.js";
 
 declare global {
@@ -42,11 +37,13 @@ function middleware(admission: Admission<Request>, options: { onRejected?: unkno
     throw new TypeError("leasehold: `onRejected` must be a function (req, res, rejection, next).");
   }
   return function leasehold(req: Request, res: Response, next: NextFunction): void {
-    const exchange = new Exchange();
+    const exchange = new Exchange(admission.disconnectGraceMs);
     watchNodeResponse(res, exchange, admission, () => ({
       key: req.lease?.key ?? admission.name,
       limit: req.lease !== undefined && "limit" in req.lease ? req.lease.limit : 1,
     }));
+    // Express does not expose the handler's promise: ending the response is the sign its work is done.
+    reportHandlerEnd(res, exchange);
     admission.admit(req, exchange).then((outcome) => {
       switch (outcome.type) {
         case "admitted":
@@ -71,8 +68,12 @@ function middleware(admission: Admission<Request>, options: { onRejected?: unkno
  * Express middleware that admits a request only while it holds one of
  * `limit` permits of `name` (or of `<name>:<key(req)>`). A full semaphore
  * answers 503 with Retry-After and a problem+json body. The permit is held
- * until the response is finished or abandoned, and the handler reads it as
- * `req.lease`, whose `signal` aborts when it is lost or the client leaves.
+ * until the response is finished, and the handler reads it as `req.lease`,
+ * whose `signal` aborts when it is lost or the client leaves. After a
+ * disconnect the permit is held until the handler ends the response (or
+ * calls `req.lease.release()`), at the latest `disconnectGraceMs`: Express
+ * cannot see when a handler returns, so one that stops on abort should end
+ * the response or release the lease.
  *
  * @example
  * ```ts
@@ -93,7 +94,8 @@ export function semaphore(
 /**
  * Express middleware that admits one request at a time per `name` (or per
  * `<name>:<key(req)>`). A held lock answers 409 with Retry-After and a
- * problem+json body. Held until the response is finished or abandoned.
+ * problem+json body. Held until the response is finished; after a
+ * disconnect, as for {@link semaphore}.
  *
  * @example
  * ```ts

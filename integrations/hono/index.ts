@@ -2,13 +2,8 @@ import type { ServerResponse } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { LeaseLostError } from "../../src/errors.js";
-import {
-  Admission,
-  Exchange,
-  type LockAdmissionOptions,
-  type RequestLease,
-  type SemaphoreAdmissionOptions,
-} from "../../src/http/admission.js";
+import { Admission, type LockAdmissionOptions, type SemaphoreAdmissionOptions } from "../../src/http/admission.js";
+import { Exchange, type RequestLease } from "../../src/http/exchange.js";
 import { watchNodeResponse } from "../../src/http/node-response.js";
 import { type Rejection, withoutStackTrace } from "../../src/http/problem.js";
 import type { LockLease, SemaphoreLease } from "../../src/lease.js";
@@ -68,11 +63,12 @@ function nodeResponse(env: unknown): ServerResponse | undefined {
 
 /**
  * Off Node (Bun, Deno, Workers) there is no response object to watch: the
- * body stream is wrapped instead, and its end or cancellation ends the exchange.
+ * body stream is wrapped instead. Its end completes the response; its
+ * cancellation means the client left.
  */
 function holdBody(res: Response, exchange: Exchange, key: string): Response {
   if (res.body === null) {
-    exchange.end();
+    exchange.responded();
     return res;
   }
   const reader = res.body.getReader();
@@ -82,7 +78,7 @@ function holdBody(res: Response, exchange: Exchange, key: string): Response {
       stop = (error) => {
         controller.error(error);
         reader.cancel(error).catch(() => {});
-        exchange.end();
+        exchange.responded();
       };
     },
     async pull(controller) {
@@ -90,13 +86,13 @@ function holdBody(res: Response, exchange: Exchange, key: string): Response {
         const { done, value } = await reader.read();
         if (done) {
           controller.close();
-          exchange.end();
+          exchange.responded();
         } else {
           controller.enqueue(value);
         }
       } catch (error) {
         controller.error(error);
-        exchange.end();
+        exchange.responded();
       }
     },
     cancel(reason) {
@@ -114,11 +110,16 @@ function middleware(admission: Admission<Context>, options: { onRejected?: unkno
     throw new TypeError("leasehold: `onRejected` must be a function (c, rejection) returning a Response.");
   }
   return async function leasehold(c, next) {
-    const exchange = new Exchange();
+    const exchange = new Exchange(admission.disconnectGraceMs);
     const outgoing = nodeResponse(c.env);
     let current = { key: admission.name, limit: 1 };
     if (outgoing !== undefined) watchNodeResponse(outgoing, exchange, admission, () => current);
-    else c.req.raw.signal?.addEventListener("abort", () => exchange.clientGone(current.key), { once: true });
+    else {
+      const signal = c.req.raw.signal;
+      // Already aborted (the client left during an earlier middleware): no event will come.
+      if (signal?.aborted) exchange.clientGone(current.key);
+      else signal?.addEventListener("abort", () => exchange.clientGone(current.key), { once: true });
+    }
 
     const outcome = await admission.admit(c, exchange);
     if (outcome.type === "rejected") {
@@ -138,11 +139,16 @@ function middleware(admission: Admission<Context>, options: { onRejected?: unkno
     const lostFirst = new Promise<LeaseLostError>((resolve) => {
       exchange.onLost = resolve;
     });
+    // The permit covers the handler until it settles, even if its client left or we answered first.
+    exchange.workStarted();
+    const handling = next();
+    const workEnded = () => exchange.workEnded();
+    handling.then(workEnded, workEnded);
     let handled: LeaseLostError | undefined;
     try {
-      handled = await Promise.race([next().then(() => undefined), lostFirst]);
+      handled = await Promise.race([handling.then(() => undefined), lostFirst]);
     } catch (error) {
-      if (outgoing === undefined) exchange.end();
+      if (outgoing === undefined) exchange.responded();
       throw error;
     }
     if (handled !== undefined) {
@@ -151,7 +157,7 @@ function middleware(admission: Admission<Context>, options: { onRejected?: unkno
       // (clearing first, so Hono does not merge the handler's headers into it).
       c.res = undefined;
       c.res = problemResponse(admission.leaseLost(handled, current.key, current.limit));
-      if (outgoing === undefined) exchange.end();
+      if (outgoing === undefined) exchange.responded();
       return;
     }
     // The response exists but its body may still be streaming: hold the lease until its last byte.
@@ -167,8 +173,10 @@ function middleware(admission: Admission<Context>, options: { onRejected?: unkno
  * Hono middleware that admits a request only while it holds one of `limit`
  * permits of `name` (or of `<name>:<key(c)>`). A full semaphore throws a
  * `LeaseRejectedException` (503, Retry-After, problem+json) for
- * `app.onError`. The permit is held until the response body is finished or
- * abandoned; the handler reads it as `c.get("lease")`.
+ * `app.onError`. The permit is held until the handler has settled and the
+ * response body is finished; the handler reads it as `c.get("lease")`. After
+ * a disconnect it is held until the handler settles (or releases the lease),
+ * at the latest `disconnectGraceMs`.
  *
  * @example
  * ```ts

@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import {
   applyDecorators,
+  type CallHandler,
   type CanActivate,
   createParamDecorator,
   type DynamicModule,
@@ -10,20 +11,22 @@ import {
   Inject,
   Injectable,
   Module,
+  type NestInterceptor,
   Optional,
   SetMetadata,
   UseGuards,
+  UseInterceptors,
 } from "@nestjs/common";
 import { HttpAdapterHost, Reflector } from "@nestjs/core";
+import { finalize, type Observable } from "rxjs";
 import type { ClientInput } from "../../src/client.js";
 import {
   Admission,
   type AdmissionOptions,
-  Exchange,
   type LockAdmissionOptions,
-  type RequestLease,
   type SemaphoreAdmissionOptions,
 } from "../../src/http/admission.js";
+import { Exchange, type RequestLease } from "../../src/http/exchange.js";
 import { watchNodeResponse } from "../../src/http/node-response.js";
 import { type Rejection, withoutStackTrace } from "../../src/http/problem.js";
 import type { LockLease, SemaphoreLease } from "../../src/lease.js";
@@ -52,7 +55,10 @@ export interface NestLockOptions extends LockAdmissionOptions<NestRequest> {
 
 /** Options of {@link LeaseholdModule.forRoot}: the client, and defaults for every decorated route. */
 export interface LeaseholdModuleOptions
-  extends Pick<AdmissionOptions<NestRequest>, "prefix" | "onStoreError" | "onStoreUnavailable" | "onLeaseLost" | "onRenewError"> {
+  extends Pick<
+    AdmissionOptions<NestRequest>,
+    "prefix" | "onStoreError" | "onStoreUnavailable" | "onLeaseLost" | "onRenewError" | "disconnectGraceMs"
+  > {
   /** Where leases live. @default the process-wide embedded memory store */
   client?: ClientInput;
 }
@@ -75,6 +81,8 @@ export interface LeaseholdModuleAsyncOptions {
 export const LEASEHOLD_OPTIONS = Symbol("leasehold:options");
 const ROUTE = Symbol("leasehold:route");
 const ADMITTED = Symbol("leasehold:admitted");
+/** The request's exchange, for the interceptor that reports when the handler is done. */
+const EXCHANGE = Symbol("leasehold:exchange");
 
 interface Route {
   kind: "semaphore" | "lock";
@@ -105,13 +113,24 @@ export class LeaseRejectedException extends HttpException {
   }
 }
 
-const MODULE_DEFAULTS = ["client", "prefix", "onStoreError", "onStoreUnavailable", "onLeaseLost", "onRenewError"] as const;
+const MODULE_DEFAULTS = [
+  "client",
+  "prefix",
+  "onStoreError",
+  "onStoreUnavailable",
+  "onLeaseLost",
+  "onRenewError",
+  "disconnectGraceMs",
+] as const;
 
 /**
  * Guards a route with its `@Semaphore`/`@Lock`: runs before interceptors and
- * pipes, holds the lease until the raw response closes, and puts it on the
- * request for `@Lease()`. Non-HTTP contexts (microservices, websockets) pass
- * through unguarded. Subclass it to change `admissionFor`.
+ * pipes, holds the lease until the response has finished and (with
+ * {@link LeaseholdInterceptor}, which the decorators install with it) the
+ * handler is done, and puts it on the request for `@Lease()`. Alone, it holds
+ * the lease until the response finishes, or `disconnectGraceMs` after a
+ * disconnect. Non-HTTP contexts (microservices, websockets) pass through
+ * unguarded. Subclass it to change `admissionFor`.
  *
  * @example
  * ```ts
@@ -142,7 +161,8 @@ export class LeaseholdGuard implements CanActivate {
 
     const admission = this.admissionFor(route);
     const raw: ServerResponse = response.raw ?? response;
-    const exchange = new Exchange();
+    const exchange = new Exchange(admission.disconnectGraceMs);
+    request[EXCHANGE] = exchange;
     let current = { key: admission.name, limit: 1 };
     watchNodeResponse(raw, exchange, admission, () => current);
 
@@ -186,6 +206,31 @@ export class LeaseholdGuard implements CanActivate {
   }
 }
 
+/**
+ * Tells the guard's exchange when the handler is done (its observable
+ * completed, failed or was unsubscribed), so the permit covers handlers that
+ * work on after the response, or after their client left. `@Semaphore` and
+ * `@Lock` install it with the guard; a request without it is held until its
+ * response finishes (or `disconnectGraceMs` after a disconnect).
+ *
+ * @example
+ * ```ts
+ * // Installed by @Semaphore/@Lock; apply it yourself only next to the guard:
+ * @UseGuards(LeaseholdGuard)
+ * @UseInterceptors(LeaseholdInterceptor)
+ * ```
+ */
+@Injectable()
+export class LeaseholdInterceptor implements NestInterceptor {
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const exchange: Exchange | undefined =
+      context.getType() === "http" ? context.switchToHttp().getRequest()[EXCHANGE] : undefined;
+    // A class and a method decorator both install it: the outermost reports.
+    if (exchange === undefined || !exchange.workStarted()) return next.handle();
+    return next.handle().pipe(finalize(() => exchange.workEnded()));
+  }
+}
+
 function guardWith(route: Route): ClassDecorator & MethodDecorator {
   // Validate now, when the class is defined, not on the first request.
   const { onRejected, ...options } = route.options;
@@ -199,7 +244,11 @@ function guardWith(route: Route): ClassDecorator & MethodDecorator {
     { ...options, client: options.client ?? VALIDATION_STORE },
     `@${route.kind === "semaphore" ? "Semaphore" : "Lock"}`,
   );
-  return applyDecorators(SetMetadata(ROUTE, route), UseGuards(LeaseholdGuard)) as ClassDecorator & MethodDecorator;
+  return applyDecorators(
+    SetMetadata(ROUTE, route),
+    UseGuards(LeaseholdGuard),
+    UseInterceptors(LeaseholdInterceptor),
+  ) as ClassDecorator & MethodDecorator;
 }
 
 /** Stands in for the module's client while a decorator's options are checked; never used for leases. */
@@ -210,7 +259,9 @@ const VALIDATION_STORE: ClientInput = memoryStore();
  * decorated controller) only while it holds one of `limit` permits of
  * `name`, or of `<name>:<key(request)>`. A full semaphore throws
  * `LeaseRejectedException` (503, Retry-After, problem+json). A method's
- * decorator overrides its controller's.
+ * decorator overrides its controller's. The permit is held until the
+ * response has finished and the handler is done; after a disconnect, until
+ * the handler is done, at the latest `disconnectGraceMs`.
  *
  * @example
  * ```ts

@@ -1,6 +1,5 @@
 import type { ClientInput } from "../client.js";
 import {
-  ClientAbortedError,
   type LeaseLostError,
   LockNotAcquiredError,
   type NotAcquiredReason,
@@ -9,11 +8,14 @@ import {
   ValidationError,
 } from "../errors.js";
 import { channels, type HttpRejectedEvent } from "../events.js";
-import type { Lease, LeaseHandle, LockLease, SemaphoreLease } from "../lease.js";
+import type { LeaseHandle, SemaphoreLease } from "../lease.js";
 import { type Lock, lock } from "../lock.js";
 import { type Semaphore, type SemaphoreRunOptions, semaphore } from "../semaphore.js";
-import { id as checkId, integerAtLeast, knownOptions, optionalFunction, optionsObject } from "../validate.js";
+import { id as checkId, integerAtLeast, knownOptions, optionalFunction, optionsObject, positiveMs } from "../validate.js";
+import type { Exchange, RequestLease } from "./exchange.js";
 import { type Rejection, rejection } from "./problem.js";
+
+export type { RequestLease } from "./exchange.js";
 
 /** Options every adapter takes, for semaphores and locks alike. `Req` is the framework's request (or context). */
 export interface AdmissionOptions<Req> {
@@ -51,8 +53,19 @@ export interface AdmissionOptions<Req> {
   onStoreError?: "fail-closed" | "fail-open";
   /** Sees every store failure met while admitting, in both modes. */
   onStoreUnavailable?: (error: StoreUnavailableError, request: Req) => void;
-  /** Sees a lease lost while its request was in flight. */
+  /**
+   * Sees a lease lost while its request was in flight, including a permit
+   * taken back `disconnectGraceMs` after a disconnect from a handler still at work.
+   */
   onLeaseLost?: (error: LeaseLostError, request: Req) => void;
+  /**
+   * After the client disconnects, how long the handler may work on before
+   * its permit is taken back anyway (reported as a loss: the `lost` event and
+   * `onLeaseLost`). The permit returns sooner when the work ends: the handler
+   * settles (Hono, NestJS) or ends the response (Express), or releases the lease.
+   * @default 5000
+   */
+  disconnectGraceMs?: number;
   /**
    * Wait up to this long in the id's fair FIFO queue instead of being refused
    * at once. A client that disconnects while waiting leaves the queue.
@@ -85,15 +98,15 @@ export interface LockAdmissionOptions<Req> extends AdmissionOptions<Req> {
   ttlMs?: number;
 }
 
-/** The lease a handler sees: its `signal` also aborts (with `ClientAbortedError`) when the client disconnects. */
-export type RequestLease = SemaphoreLease | LockLease;
-
 /** What admitting one request came to. */
 export type Admitted<Req> =
   | { type: "admitted"; lease: RequestLease }
   | { type: "rejected"; rejection: Rejection }
   | { type: "passed"; reason: "skipped" | "store-unavailable"; request: Req }
   | { type: "abandoned" };
+
+/** How long a handler may work on after its client left, by default. */
+const DEFAULT_DISCONNECT_GRACE_MS = 5_000;
 
 const ADAPTER_OPTIONS = [
   "client",
@@ -111,143 +124,8 @@ const ADAPTER_OPTIONS = [
   "onRenewError",
   "waitMs",
   "maxQueue",
+  "disconnectGraceMs",
 ] as const;
-
-/**
- * One request/response pair as an admission sees it. Adapters create it
- * before any await (so no response event is missed) and call `end()` when
- * the last byte is written or the response is abandoned, `clientGone()` when
- * the client disconnects first.
- */
-export class Exchange {
-  /** Resolves when the response has ended, one way or the other: the lease is released then. */
-  readonly ended: Promise<void>;
-  /** Set by the adapter: what to do with the response when the lease is lost mid-flight. */
-  onLost: (error: LeaseLostError) => void = () => {};
-  #end!: () => void;
-  #finished = false;
-  // Signals are made only when someone asks for one: most requests never do,
-  // and an AbortController per request is a measurable share of the overhead.
-  #client: AbortController | undefined;
-  #clientGone: ClientAbortedError | undefined;
-  // The handler's view, not a closure over it: a closure stored here made V8 promote every
-  // request's objects out of the young generation in a server with a large heap (measured:
-  // 6 ms scavenges promoting 3 MB each, against 0.4 ms and nothing with the object itself).
-  #view: LeaseView | undefined;
-
-  constructor() {
-    this.ended = new Promise<void>((resolve) => {
-      this.#end = resolve;
-    });
-  }
-
-  /** Aborts (with `ClientAbortedError`) when the client disconnects before the response finished. */
-  get clientSignal(): AbortSignal {
-    if (this.#client === undefined) {
-      this.#client = new AbortController();
-      if (this.#clientGone !== undefined) this.#client.abort(this.#clientGone);
-    }
-    return this.#client.signal;
-  }
-
-  /** True once the client disconnected before the response finished. */
-  get gone(): boolean {
-    return this.#clientGone !== undefined;
-  }
-
-  /** The response finished (or was given up): release the lease. Idempotent. */
-  end(): void {
-    this.#finished = true;
-    this.#end();
-  }
-
-  /** The client went away before the response finished: abort the handler's signal, then release. */
-  clientGone(key: string): void {
-    if (this.#finished || this.gone) return;
-    const reason = new ClientAbortedError(key);
-    this.#clientGone = reason;
-    this.#client?.abort(reason);
-    if (this.#view !== undefined) abortView(this.#view, reason);
-    this.#end();
-  }
-
-  /** The handler's view of `lease`: same lease, with a signal that also follows the client. */
-  bind(lease: LeaseHandle & Partial<SemaphoreLease>, onLost: (error: LeaseLostError) => void): RequestLease {
-    const view = lease.limit === undefined ? new LeaseView(lease, this) : new SemaphoreLeaseView(lease, this);
-    this.#view = view;
-    lease.onLose((error) => {
-      abortView(view, error);
-      onLost(error as LeaseLostError);
-    });
-    return view;
-  }
-
-  /** Why the client's side ended early, if it did. */
-  get clientGoneReason(): ClientAbortedError | undefined {
-    return this.#clientGone;
-  }
-}
-
-/** Aborts a view's signal, if made; a module-private door, so handlers see no such method. */
-let abortView: (view: LeaseView, reason: Error) => void;
-
-/**
- * What a handler holds as its lease. A class, not an object literal: V8
- * builds a literal with a getter slowly and in old space, which made the
- * garbage collector the largest cost of a guarded request (measured: 690 ns
- * per literal against 25 ns per instance, and mark-compacts under load).
- */
-class LeaseView implements Lease {
-  readonly key: string;
-  readonly token: string;
-  readonly waitedMs: number;
-  readonly #lease: LeaseHandle;
-  readonly #exchange: Exchange;
-  #combined: AbortController | undefined;
-
-  constructor(lease: LeaseHandle, exchange: Exchange) {
-    this.key = lease.key;
-    this.token = lease.token;
-    this.waitedMs = lease.waitedMs;
-    this.#lease = lease;
-    this.#exchange = exchange;
-  }
-
-  /** Aborts on a lost lease or a departed client, whichever comes first. Made on first use. */
-  get signal(): AbortSignal {
-    if (this.#combined === undefined) {
-      this.#combined = new AbortController();
-      const reason = this.#lease.lost ?? this.#exchange.clientGoneReason;
-      if (reason !== undefined) this.#combined.abort(reason);
-    }
-    return this.#combined.signal;
-  }
-
-  extend(ms?: number): Promise<boolean> {
-    return this.#lease.extend(ms);
-  }
-
-  release(): Promise<boolean> {
-    return this.#lease.release();
-  }
-
-  static {
-    abortView = (view, reason) => {
-      if (view.#combined !== undefined && !view.#combined.signal.aborted) view.#combined.abort(reason);
-    };
-  }
-}
-
-class SemaphoreLeaseView extends LeaseView implements SemaphoreLease {
-  readonly limit: number;
-  readonly weight: number;
-
-  constructor(lease: LeaseHandle & Partial<SemaphoreLease>, exchange: Exchange) {
-    super(lease, exchange);
-    this.limit = lease.limit as number;
-    this.weight = lease.weight as number;
-  }
-}
 
 /** An exponentially weighted average: recent requests count most. */
 class Average {
@@ -320,6 +198,8 @@ function checkRetryAfter(value: unknown): number | ((rejection: Rejection) => nu
 export class Admission<Req> {
   readonly kind: "semaphore" | "lock";
   readonly name: string;
+  /** How long a handler may work on after its client left before its permit is taken back (and reported lost). */
+  readonly disconnectGraceMs: number;
   readonly #limit: number | ((request: Req) => number);
   readonly #weight: number | ((request: Req) => number);
   readonly #primitive: Semaphore | Lock;
@@ -372,6 +252,14 @@ export class Admission<Req> {
     this.#failOpen = options.onStoreError === "fail-open";
     this.#onStoreUnavailable = optionalFunction("onStoreUnavailable", options.onStoreUnavailable);
     this.#onLeaseLost = optionalFunction("onLeaseLost", options.onLeaseLost);
+    this.disconnectGraceMs =
+      options.disconnectGraceMs === undefined
+        ? DEFAULT_DISCONNECT_GRACE_MS
+        : positiveMs(
+            "disconnectGraceMs",
+            options.disconnectGraceMs,
+            "Pass how long a handler may keep its permit after its client disconnected, e.g. disconnectGraceMs: 5000.",
+          );
     const engine: Record<string, unknown> = {
       client: options.client,
       prefix: options.prefix,
@@ -415,7 +303,7 @@ export class Admission<Req> {
   /**
    * Admits `request`: resolves once the request may proceed (with its lease),
    * must be refused, or passes without a lease. The lease is held until
-   * `exchange.ended` resolves and is released exactly once. Errors from
+   * `exchange.ended` resolves (see {@link Exchange}) and is released exactly once. Errors from
    * `key`, `skip` or a limit function reject (the framework's error path).
    */
   async admit(request: Req, exchange: Exchange): Promise<Admitted<Req>> {

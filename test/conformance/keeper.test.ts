@@ -1,9 +1,31 @@
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { describe, expect, it } from "vitest";
-import { LockLeaseLostError, lock, SemaphoreLeaseLostError, semaphore, ValidationError } from "../../src/index.js";
+import {
+  CHANNELS,
+  LockLeaseLostError,
+  type LostEvent,
+  lock,
+  SemaphoreLeaseLostError,
+  semaphore,
+  ValidationError,
+} from "../../src/index.js";
 import { uniquePrefix } from "../support/redis.js";
 import { eventually, gate, spyStore, storesUnderTest } from "../support/stores.js";
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Collects the `lost` events published while `body` runs. */
+async function lostDuring<T>(body: () => Promise<T>): Promise<{ result: PromiseSettledResult<T>; lost: LostEvent[] }> {
+  const lost: LostEvent[] = [];
+  const listener = (event: unknown) => lost.push(event as LostEvent);
+  subscribe(CHANNELS.lost, listener);
+  try {
+    const [result] = await Promise.allSettled([body()]);
+    return { result: result as PromiseSettledResult<T>, lost };
+  } finally {
+    unsubscribe(CHANNELS.lost, listener);
+  }
+}
 
 /** Blocks the event loop: no timer can run meanwhile. */
 function blockFor(ms: number): void {
@@ -221,6 +243,132 @@ describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) =>
         return "done";
       }),
     ).rejects.toBeInstanceOf(LockLeaseLostError);
+  });
+
+  it("a body that releases early and keeps working past its lease is not a loss: the permit is free at once, one release", async () => {
+    const raw = make();
+    const { store, calls } = spyStore(raw);
+    const prefix = uniquePrefix();
+    const slots = semaphore({ client: store, limit: 1, prefix });
+    const leaseMs = 200;
+    const seen: { freed?: number; other?: boolean; extendsAtRelease?: number; aborted?: boolean } = {};
+    const { result, lost } = await lostDuring(() =>
+      slots.run(
+        "k",
+        async (lease) => {
+          expect(await lease.release()).toBe(true);
+          seen.extendsAtRelease = calls.semaphoreExtend;
+          seen.freed = await slots.count("k");
+          // Someone else can take the permit now (on the raw store, so the spy counts only our lease).
+          const other = await semaphore({ client: raw, limit: 1, prefix }).acquire("k", { leaseMs: 60_000 });
+          seen.other = other !== null;
+          await other?.release();
+          // The work outlives its lease by far: nothing is kept, so nothing can be lost.
+          await pause(leaseMs * 4);
+          seen.aborted = lease.signal.aborted;
+          return "done";
+        },
+        { leaseMs, heartbeatMs: 50 },
+      ),
+    );
+    expect(result).toEqual({ status: "fulfilled", value: "done" });
+    expect(lost).toEqual([]);
+    expect(seen).toMatchObject({ freed: 0, other: true, aborted: false });
+    expect(calls.semaphoreRelease).toBe(1);
+    // No renewal after the early release.
+    expect(calls.semaphoreExtend).toBe(seen.extendsAtRelease);
+  });
+
+  it("a lock released early inside run is not a loss either", async () => {
+    const { store, calls } = spyStore(make());
+    const locks = lock({ client: store, prefix: uniquePrefix() });
+    const ttlMs = 200;
+    const { result, lost } = await lostDuring(() =>
+      locks.run(
+        "k",
+        async (lease) => {
+          expect(await lease.release()).toBe(true);
+          expect((await locks.stats("k")).held).toBe(false);
+          await pause(ttlMs * 4);
+          expect(lease.signal.aborted).toBe(false);
+          return 42;
+        },
+        { ttlMs, heartbeatMs: 50 },
+      ),
+    );
+    expect(result).toEqual({ status: "fulfilled", value: 42 });
+    expect(lost).toEqual([]);
+    expect(calls.lockRelease).toBe(1);
+  });
+
+  it("a release started by the body and still in flight when it returns is the only release round trip", async () => {
+    const { store, calls } = spyStore(make());
+    const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix() });
+    const { result, lost } = await lostDuring(() =>
+      slots.run("k", (lease) => {
+        void lease.release();
+        return "quick";
+      }),
+    );
+    expect(result).toEqual({ status: "fulfilled", value: "quick" });
+    expect(lost).toEqual([]);
+    expect(calls.semaphoreRelease).toBe(1);
+    expect(await slots.count("k")).toBe(0);
+  });
+
+  it("an early release that finds the lease already gone is a loss", async () => {
+    const base = make();
+    const prefix = uniquePrefix();
+    const slots = semaphore({ client: base, limit: 1, prefix });
+    const { result, lost } = await lostDuring(() =>
+      slots.run("k", async (lease) => {
+        await base.semaphoreRelease(`{${prefix}:k}`, lease.token);
+        expect(await lease.release()).toBe(false);
+        expect(lease.signal.reason).toBeInstanceOf(SemaphoreLeaseLostError);
+        return "too late";
+      }),
+    );
+    expect(result.status).toBe("rejected");
+    expect((result as PromiseRejectedResult).reason).toBeInstanceOf(SemaphoreLeaseLostError);
+    expect(lost).toHaveLength(1);
+  });
+
+  it("an early release still in flight when the body returns is waited for: if it finds the lease gone, run rejects", async () => {
+    const base = make();
+    const prefix = uniquePrefix();
+    const locks = lock({ client: base, prefix });
+    const { result, lost } = await lostDuring(() =>
+      locks.run("k", async (lease) => {
+        await base.lockRelease(`{${prefix}:k}`, lease.token);
+        void lease.release();
+        return "looked fine";
+      }),
+    );
+    expect(result.status).toBe("rejected");
+    expect((result as PromiseRejectedResult).reason).toBeInstanceOf(LockLeaseLostError);
+    expect(lost).toHaveLength(1);
+  });
+
+  it("an early release the store fails to answer leaves the lease kept, and run releases it once the body ends", async () => {
+    const { store, calls } = spyStore(make(), { semaphoreRelease: (n) => (n === 1 ? "throw" : undefined) });
+    const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix() });
+    const { result, lost } = await lostDuring(() =>
+      slots.run(
+        "k",
+        async (lease) => {
+          await expect(lease.release()).rejects.toThrow(/injected failure/);
+          // Still ours: renewals go on, so a body that outlives its lease is not cut.
+          const renewed = calls.semaphoreExtend;
+          await eventually(() => calls.semaphoreExtend >= renewed + 3);
+          return lease.signal.aborted;
+        },
+        { leaseMs: 1_000, heartbeatMs: 40 },
+      ),
+    );
+    expect(result).toEqual({ status: "fulfilled", value: false });
+    expect(lost).toEqual([]);
+    expect(calls.semaphoreRelease).toBe(2);
+    expect(await slots.count("k")).toBe(0);
   });
 
   it("a thrown body releases the lease and rethrows its own error", async () => {

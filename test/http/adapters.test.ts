@@ -1,3 +1,4 @@
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { request as httpRequest } from "node:http";
 import { Redis } from "ioredis";
 import request from "supertest";
@@ -5,7 +6,10 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { lock as expressLock, semaphore as expressSemaphore } from "../../integrations/express/index.js";
 import { lock as honoLock, semaphore as honoSemaphore } from "../../integrations/hono/index.js";
 import {
+  CHANNELS,
   ClientAbortedError,
+  type LostEvent,
+  type ReleasedEvent,
   redisStore,
   SemaphoreLeaseLostError,
   type Store,
@@ -15,7 +19,7 @@ import {
 import { freePort } from "../support/redis-server.js";
 import { eventually, spyStore, storesUnderTest } from "../support/stores.js";
 import { expressHarness } from "./express-app.js";
-import { Control, type Harness, type RunningApp } from "./harness.js";
+import { Control, type Harness, pause, type RunningApp } from "./harness.js";
 import { honoHarness } from "./hono-app.js";
 import { nestHarness } from "./nest-app.js";
 
@@ -53,6 +57,23 @@ function openStream(url: string, headers: Record<string, string>) {
   };
 }
 
+/** The `lost` and `released` diagnostics events, in the order they were published. */
+function leaseEvents() {
+  const events: ({ type: "lost"; event: LostEvent } | { type: "released"; event: ReleasedEvent })[] = [];
+  const onLost = (event: unknown) => events.push({ type: "lost", event: event as LostEvent });
+  const onReleased = (event: unknown) => events.push({ type: "released", event: event as ReleasedEvent });
+  subscribe(CHANNELS.lost, onLost);
+  subscribe(CHANNELS.released, onReleased);
+  return {
+    /** What happened to the leases of `id`: "lost" / "released" in order. */
+    of: (id: string) => events.filter(({ event }) => event.id === id),
+    stop: () => {
+      unsubscribe(CHANNELS.lost, onLost);
+      unsubscribe(CHANNELS.released, onReleased);
+    },
+  };
+}
+
 describe.each(harnesses)("$name adapter", (harness) => {
   describe.each(storesUnderTest)("on the $name store", ({ make }) => {
     let store: Store;
@@ -61,6 +82,7 @@ describe.each(harnesses)("$name adapter", (harness) => {
     let app: RunningApp;
     /** Acquires the test expects to be refused (they take nothing, so they release nothing). */
     let refusals = 0;
+    let events: ReturnType<typeof leaseEvents>;
     const count = (id: string) => semaphore({ client: store, limit: 1 }).count(id);
     const get = (path: string, headers: Record<string, string> = {}) => {
       let pending = request(app.url).get(path);
@@ -75,10 +97,12 @@ describe.each(harnesses)("$name adapter", (harness) => {
       store = spied.store;
       calls = spied.calls;
       control = new Control(store, raw);
+      events = leaseEvents();
       app = await harness.start(store, control);
     });
 
     afterEach(async () => {
+      events.stop();
       control.openAll();
       await app.close();
     });
@@ -112,7 +136,8 @@ describe.each(harnesses)("$name adapter", (harness) => {
       control.openAll();
       expect((await first).body).toEqual({ key: "work:a", limit: 2 });
       expect((await second).status).toBe(200);
-      expect(await count("work:a")).toBe(0);
+      // The client can read the response before the server's "finish" (a write callback) has run.
+      await eventually(async () => (await count("work:a")) === 0);
       await releasedExactlyOnce();
     });
 
@@ -221,15 +246,18 @@ describe.each(harnesses)("$name adapter", (harness) => {
       await releasedExactlyOnce();
     });
 
-    it("a client that disconnects mid-handler aborts the signal with a client-abort error and returns the permit", async () => {
+    it("a client that disconnects mid-handler aborts the signal with a client-abort error; the permit returns when the handler ends", async () => {
       const stream = openStream(`${app.url}/work`, { "x-tenant": "a", "x-id": "gone" });
       await eventually(() => control.entered.includes("gone"));
       expect(await count("work:a")).toBe(1);
       stream.cut();
       await eventually(() => control.reasons.has("gone"));
       expect(control.reasons.get("gone")).toBeInstanceOf(ClientAbortedError);
+      control.open("gone");
       await eventually(async () => (await count("work:a")) === 0);
       await releasedExactlyOnce();
+      await eventually(() => events.of("work:a").length === 1);
+      expect(events.of("work:a").map(({ type }) => type)).toEqual(["released"]);
     });
 
     it("a client that disconnects during a stream returns the permit", async () => {
@@ -238,7 +266,103 @@ describe.each(harnesses)("$name adapter", (harness) => {
       stream.cut();
       await eventually(() => control.reasons.has("cut"));
       expect(control.reasons.get("cut")).toBeInstanceOf(ClientAbortedError);
+      // Express cannot tell the handler is done until it ends the response; the others know already.
+      control.open("cut");
       await eventually(async () => (await count("stream")) === 0);
+      await releasedExactlyOnce();
+      await eventually(() => events.of("stream").length === 1);
+      expect(events.of("stream").map(({ type }) => type)).toEqual(["released"]);
+    });
+
+    it("a client that disconnects does not free the permit while its handler works on; the handler's end does, and it is no loss", async () => {
+      const first = openStream(`${app.url}/linger`, { "x-id": "l1" });
+      await eventually(() => control.entered.includes("l1"));
+      first.cut();
+      await eventually(() => control.reasons.has("l1"));
+      expect(control.reasons.get("l1")).toBeInstanceOf(ClientAbortedError);
+      // The first handler is still working: limit 1 holds.
+      let refused: request.Response | undefined;
+      void get("/linger", { "x-id": "l2" }).then((res) => {
+        refused = res;
+      });
+      await eventually(() => refused !== undefined || control.entered.includes("l2"));
+      expect(control.entered).not.toContain("l2");
+      refusals++;
+      expect(refused?.status).toBe(503);
+      expect(await count("linger")).toBe(1);
+      control.open("l1");
+      await eventually(async () => (await count("linger")) === 0);
+      const next = get("/linger", { "x-id": "l3" }).then((res) => res);
+      await eventually(() => control.entered.includes("l3"));
+      control.open("l3");
+      expect((await next).status).toBe(200);
+      await releasedExactlyOnce();
+      await eventually(() => events.of("linger").length === 2);
+      expect(events.of("linger").map(({ type }) => type)).toEqual(["released", "released"]);
+      expect(control.lostHook).toEqual([]);
+    });
+
+    it("a handler that ignores the disconnect and never ends loses its permit after disconnectGraceMs, reported as a loss", async () => {
+      const first = openStream(`${app.url}/abandon`, { "x-id": "a1" });
+      await eventually(() => control.entered.includes("a1"));
+      first.cut();
+      await eventually(() => control.reasons.has("a1"));
+      expect(control.reasons.get("a1")).toBeInstanceOf(ClientAbortedError);
+      await eventually(async () => (await count("abandon")) === 0);
+      await eventually(() => events.of("abandon").length === 2);
+      // Reported before the permit went back: the diagnostics event, hence the metrics, and the hook.
+      expect(events.of("abandon").map(({ type }) => type)).toEqual(["lost", "released"]);
+      expect(events.of("abandon")[0]?.event).toMatchObject({ error: expect.any(SemaphoreLeaseLostError) });
+      expect(control.lostHook).toEqual([{ id: "a1", error: expect.any(SemaphoreLeaseLostError) }]);
+      expect((control.lostHook[0]?.error as Error | undefined)?.cause).toBeInstanceOf(ClientAbortedError);
+      // The permit is free for the next request.
+      const next = get("/abandon", { "x-id": "a2" }).then((res) => res);
+      await eventually(() => control.entered.includes("a2"));
+      control.open("a2");
+      expect((await next).status).toBe(200);
+      await releasedExactlyOnce();
+      expect(control.lostHook).toHaveLength(1);
+    });
+
+    it("a client that left during a step before leasehold takes no permit, so none is kept for a response nobody reads", async () => {
+      const gone = openStream(`${app.url}/late`, { "x-id": "gone" });
+      await eventually(() => control.entered.includes("before:gone"));
+      gone.cut();
+      await eventually(async () => (await app.connections()) === 0);
+      control.open("before:gone");
+      // A request that comes next finds the permit free.
+      let answered: request.Response | undefined;
+      const next = get("/late", { "x-id": "next" }).then((res) => {
+        answered = res;
+        return res;
+      });
+      await eventually(() => control.entered.includes("before:next"));
+      control.open("before:next");
+      await eventually(() => control.entered.includes("next") || answered !== undefined);
+      expect(control.entered).not.toContain("gone");
+      control.open("next");
+      expect((await next).status).toBe(200);
+      await eventually(async () => (await count("late")) === 0);
+      await releasedExactlyOnce();
+    });
+
+    it("a handler that releases its lease early frees the permit at once and is neither cut nor reported", async () => {
+      const first = get("/early", { "x-id": "e1" }).then((res) => res);
+      await eventually(() => control.entered.includes("e1"));
+      expect(await count("early")).toBe(0);
+      const second = get("/early", { "x-id": "e2" }).then((res) => res);
+      await eventually(() => control.entered.includes("e2"));
+      // Both handlers work on well past their leases' length (200 ms): a lease kept after an early
+      // release would be found lapsed by now (timers never fire early).
+      await pause(600);
+      control.openAll();
+      const [one, two] = [await first, await second];
+      expect([one.status, two.status]).toEqual([200, 200]);
+      expect([one.body, two.body]).toEqual([{ released: true }, { released: true }]);
+      expect(control.lostHook).toEqual([]);
+      await eventually(() => events.of("early").length === 2);
+      expect(events.of("early").map(({ type }) => type)).toEqual(["released", "released"]);
+      expect(control.reasons.has("e1")).toBe(false);
       await releasedExactlyOnce();
     });
 
@@ -329,8 +453,8 @@ describe.each(harnesses)("$name adapter", (harness) => {
       control.open("next");
       expect((await next).status).toBe(200);
       expect(control.entered).not.toContain("gone");
-      await await holder;
-      expect(await count("queue")).toBe(0);
+      await holder;
+      await eventually(async () => (await count("queue")) === 0);
     });
 
     it("skip lets chosen requests through without a lease", async () => {
@@ -404,8 +528,26 @@ describe("adapter options are validated when the middleware is created", () => {
     ],
     ["Express prefix with a colon", () => expressLock("x", { prefix: "app:locks" }), /must not contain ":"/],
     ["Hono prefix with a colon", () => honoSemaphore("x", 1, { prefix: "app:slots" }), /must not contain ":"/],
+    [
+      "Express disconnectGraceMs 0",
+      () => expressSemaphore("x", 1, { disconnectGraceMs: 0 }),
+      /`disconnectGraceMs` must be a whole number of milliseconds/,
+    ],
+    ["Hono disconnectGraceMs in seconds", () => honoLock("x", { disconnectGraceMs: 2.5 }), /disconnectGraceMs: 5000/],
+    ["Express disconnectGraceMs a string", () => expressLock("x", { disconnectGraceMs: "5s" as never }), /`disconnectGraceMs`/],
   ];
   it.each(cases)("%s", (_, create, message) => {
     expect(create).toThrow(message);
+  });
+
+  it("a bad disconnectGraceMs is a ValidationError naming the option", () => {
+    const error = (() => {
+      try {
+        expressSemaphore("x", 1, { disconnectGraceMs: -1 });
+      } catch (thrown) {
+        return thrown;
+      }
+    })();
+    expect(error).toMatchObject({ name: "ValidationError", option: "disconnectGraceMs" });
   });
 });

@@ -56,6 +56,32 @@ function routes(app: express5.Express, store: Store, control: Control): void {
     res.write("first\n");
     await control.steal(lease);
   });
+  // Disconnects: a handler that keeps working after the abort until the test lets it finish,
+  // one that ignores the abort and never ends, and one that gives its permit back early.
+  const recordLoss = (error: unknown, req: Request) => control.leaseLost(id(req), error);
+  app.get("/linger", semaphore("linger", 1, { client, disconnectGraceMs: 60_000, onLeaseLost: recordLoss }), hold);
+  app.get("/abandon", semaphore("abandon", 1, { client, disconnectGraceMs: 200, onLeaseLost: recordLoss }), async (req, res) => {
+    control.watch(id(req), req.lease);
+    await control.hold(id(req));
+    res.end("too late");
+  });
+  app.get(
+    "/early",
+    semaphore("early", 1, { client, leaseMs: 200, heartbeatMs: 50, onLeaseLost: recordLoss }),
+    async (req, res) => {
+      control.watch(id(req), req.lease);
+      const released = await req.lease?.release();
+      await control.hold(id(req));
+      res.json({ released });
+    },
+  );
+  // A slow step before leasehold (an auth call, a body parser): the client may leave meanwhile.
+  app.get(
+    "/late",
+    (req, _res, next) => void control.hold(`before:${id(req)}`).then(() => next()),
+    semaphore("late", 1, { client }),
+    hold,
+  );
   app.get("/empty-key", semaphore("ek", 1, { client, key: () => "" }), hold);
   app.get(
     "/throwing-key",

@@ -12,6 +12,8 @@ export class Control {
   readonly waiting = new Map<string, Promise<void>>();
   readonly reasons = new Map<string, unknown>();
   readonly entered: string[] = [];
+  /** Every `onLeaseLost` call of the routes that record them, in order. */
+  readonly lostHook: { id: string; error: unknown }[] = [];
 
   /** `store` is what the app uses; `raw` (default: the same) is where a steal goes, unseen by a spy. */
   constructor(
@@ -37,6 +39,11 @@ export class Control {
 
   openAll(): void {
     for (const open of this.gates.values()) open();
+  }
+
+  /** An `onLeaseLost` hook that records its calls. */
+  leaseLost(id: string, error: unknown): void {
+    this.lostHook.push({ id, error });
   }
 
   /** Records why a handler's signal aborted. */

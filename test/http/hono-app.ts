@@ -67,6 +67,31 @@ export function buildHonoApp(store: Store, control: Control): Hono {
       await new Promise((resolve) => lease.signal.addEventListener("abort", resolve, { once: true }));
     });
   });
+  // Disconnects: a handler that keeps working after the abort until the test lets it finish,
+  // one that ignores the abort and never ends, and one that gives its permit back early.
+  const recordLoss = (error: unknown, c: Context) => control.leaseLost(id(c), error);
+  app.get("/linger", semaphore("linger", 1, { client, disconnectGraceMs: 60_000, onLeaseLost: recordLoss }), hold);
+  app.get("/abandon", semaphore("abandon", 1, { client, disconnectGraceMs: 200, onLeaseLost: recordLoss }), async (c) => {
+    control.watch(id(c), leaseOf(c));
+    await control.hold(id(c));
+    return c.text("too late");
+  });
+  app.get("/early", semaphore("early", 1, { client, leaseMs: 200, heartbeatMs: 50, onLeaseLost: recordLoss }), async (c) => {
+    control.watch(id(c), leaseOf(c));
+    const released = await leaseOf(c)?.release();
+    await control.hold(id(c));
+    return c.json({ released });
+  });
+  // A slow step before leasehold (an auth call, a body parser): the client may leave meanwhile.
+  app.get(
+    "/late",
+    async (c, next) => {
+      await control.hold(`before:${id(c)}`);
+      await next();
+    },
+    semaphore("late", 1, { client }),
+    hold,
+  );
   app.get("/empty-key", semaphore("ek", 1, { client, key: () => "" }), hold);
   app.get(
     "/throwing-key",

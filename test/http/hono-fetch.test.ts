@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { semaphore as honoSemaphore, LeaseRejectedException } from "../../integrations/hono/index.js";
-import { memoryStore, semaphore } from "../../src/index.js";
+import { ClientAbortedError, memoryStore, SemaphoreLeaseLostError, semaphore } from "../../src/index.js";
 import { eventually } from "../support/stores.js";
 import { Control } from "./harness.js";
 import { buildHonoApp } from "./hono-app.js";
@@ -40,6 +40,62 @@ describe("Hono adapter without a Node response (fetch runtimes)", () => {
     expect(await count("stream")).toBe(1);
     await reader.cancel();
     await eventually(async () => (await count("stream")) === 0);
+  });
+
+  it("a request whose client aborts keeps its permit while the handler works on, and returns it when the handler settles", async () => {
+    const { app, control, count } = setup();
+    const client = new AbortController();
+    const first = app.request("/linger", { headers: { "x-id": "l1" }, signal: client.signal });
+    await eventually(() => control.entered.includes("l1"));
+    client.abort();
+    await eventually(() => control.reasons.has("l1"));
+    expect(control.reasons.get("l1")).toBeInstanceOf(ClientAbortedError);
+    expect((await app.request("/linger", { headers: { "x-id": "l2" } })).status).toBe(503);
+    expect(control.entered).not.toContain("l2");
+    control.open("l1");
+    await first;
+    await eventually(async () => (await count("linger")) === 0);
+    expect(control.lostHook).toEqual([]);
+  });
+
+  it("a handler that ignores the abort and never settles loses its permit after disconnectGraceMs, reported once", async () => {
+    const { app, control, count } = setup();
+    const client = new AbortController();
+    void app.request("/abandon", { headers: { "x-id": "a1" }, signal: client.signal });
+    await eventually(() => control.entered.includes("a1"));
+    client.abort();
+    await eventually(async () => (await count("abandon")) === 0);
+    expect(control.lostHook).toEqual([{ id: "a1", error: expect.any(SemaphoreLeaseLostError) }]);
+    control.openAll();
+  });
+
+  it("a request aborted during an earlier middleware is not admitted", async () => {
+    const { app, control, count } = setup();
+    const client = new AbortController();
+    const pending = app.request("/late", { headers: { "x-id": "gone" }, signal: client.signal });
+    await eventually(() => control.entered.includes("before:gone"));
+    client.abort();
+    control.open("before:gone");
+    let status: number | undefined;
+    void Promise.resolve(pending).then((res) => {
+      status = res.status;
+    });
+    await eventually(() => status !== undefined || control.entered.includes("gone"));
+    expect(control.entered).not.toContain("gone");
+    expect(status).toBe(499);
+    expect(await count("late")).toBe(0);
+  });
+
+  it("a handler that releases its lease early is answered in full", async () => {
+    const { app, control, count } = setup();
+    const pending = app.request("/early", { headers: { "x-id": "e" } });
+    await eventually(() => control.entered.includes("e"));
+    expect(await count("early")).toBe(0);
+    // Well past the lease (200 ms): a lease still kept after the early release would be found lapsed.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    control.open("e");
+    expect(await (await pending).json()).toEqual({ released: true });
+    expect(control.lostHook).toEqual([]);
   });
 
   it("returns the permit of a plain response once it is read", async () => {

@@ -4,18 +4,22 @@ import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import {
   type ArgumentsHost,
+  type CanActivate,
   Catch,
   Controller,
   type ExceptionFilter,
+  type ExecutionContext,
   Get,
   HttpCode,
   HttpException,
   type INestApplication,
   Inject,
+  Injectable,
   Module,
   Post,
   Req,
   StreamableFile,
+  UseGuards,
 } from "@nestjs/common";
 import { APP_FILTER, HttpAdapterHost, NestFactory } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
@@ -42,9 +46,19 @@ export function buildNestModule(control: Control, options: Record<string, unknow
     return { key: lease?.key, limit: lease && "limit" in lease ? lease.limit : null };
   };
   const onLeaseLost = (error: unknown, req: NestRequest) => control.reasons.set(`hook:${String(req.url).slice(1)}`, error);
+  const recordLoss = (error: unknown, req: NestRequest) => control.leaseLost(idOf(req), error);
   const body = async function* (lines: () => AsyncGenerator<string>) {
     yield* lines();
   };
+
+  /** A slow guard that runs before leasehold's (an auth call): the client may leave meanwhile. */
+  @Injectable()
+  class SlowGuard implements CanActivate {
+    async canActivate(context: ExecutionContext) {
+      await control.hold(`before:${idOf(context.switchToHttp().getRequest())}`);
+      return true;
+    }
+  }
 
   @Controller()
   class RoutesController {
@@ -131,6 +145,39 @@ export function buildNestModule(control: Control, options: Record<string, unknow
           }),
         ),
       );
+    }
+
+    // Disconnects: a handler that keeps working after the abort until the test lets it finish,
+    // one that ignores the abort and never ends, and one that gives its permit back early.
+    @Get("linger")
+    @Semaphore("linger", 1, { disconnectGraceMs: 60_000, onLeaseLost: recordLoss })
+    linger(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return hold(req, lease);
+    }
+
+    @Get("abandon")
+    @Semaphore("abandon", 1, { disconnectGraceMs: 200, onLeaseLost: recordLoss })
+    async abandon(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      control.watch(idOf(req), lease);
+      await control.hold(idOf(req));
+      return "too late";
+    }
+
+    @Get("early")
+    @Semaphore("early", 1, { leaseMs: 200, heartbeatMs: 50, onLeaseLost: recordLoss })
+    async early(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      control.watch(idOf(req), lease);
+      const released = await lease.release();
+      await control.hold(idOf(req));
+      return { released };
+    }
+
+    @Get("late")
+    @Semaphore("late", 1)
+    // Below @Semaphore, so applied first: its guard runs before leasehold's.
+    @UseGuards(SlowGuard)
+    late(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return hold(req, lease);
     }
 
     @Get("empty-key")

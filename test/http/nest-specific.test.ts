@@ -1,18 +1,23 @@
 import "reflect-metadata";
+import { request as httpRequest } from "node:http";
 import {
+  type CanActivate,
   Controller,
   createParamDecorator,
   type ExecutionContext,
   Get,
   type INestApplication,
+  Inject,
   Injectable,
   Module,
   type NestInterceptor,
   type PipeTransform,
+  Res,
   Sse,
+  UseGuards,
   UseInterceptors,
 } from "@nestjs/common";
-import { NestFactory, Reflector } from "@nestjs/core";
+import { HttpAdapterHost, NestFactory, Reflector } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
 import { FastifyAdapter } from "@nestjs/platform-fastify";
 import { interval, map, take } from "rxjs";
@@ -29,7 +34,7 @@ import {
 } from "../../integrations/nestjs/index.js";
 import type { RequestLease } from "../../src/http/admission.js";
 import { memoryStore, semaphore, ValidationError } from "../../src/index.js";
-import { eventually, spyStore } from "../support/stores.js";
+import { eventually, gate, spyStore } from "../support/stores.js";
 import type { RunningApp } from "./harness.js";
 import { listenNest } from "./nest-app.js";
 
@@ -55,9 +60,47 @@ class SeesLease implements NestInterceptor {
   }
 }
 
+/** Gates the handlers below wait on, one per route; the test opens them. */
+const gates = { after: gate(), stuck: gate() };
+
+/** A guard that runs after leasehold's (method level, below a class-level @Semaphore) and refuses. */
+@Injectable()
+class Refuses implements CanActivate {
+  canActivate(): boolean {
+    return false;
+  }
+}
+
+@Controller("refused")
+@Semaphore("refused", 1)
+class RefusedController {
+  @Get()
+  @UseGuards(Refuses)
+  never() {
+    return "unreachable";
+  }
+}
+
 @Controller("scoped")
 @Semaphore("class-wide", 1)
 class ScopedController {
+  constructor(@Inject(HttpAdapterHost) private readonly host: HttpAdapterHost) {}
+
+  @Get("after")
+  @Semaphore("after", 1)
+  async after(@Res() response: unknown) {
+    // Answers first, through the platform's own response, then works on.
+    this.host.httpAdapter.reply(response, { answered: true }, 200);
+    await gates.after.opened;
+  }
+
+  @Get("stuck")
+  @Semaphore("stuck", 1)
+  async stuck() {
+    await gates.stuck.opened;
+    return "too late";
+  }
+
   @Get("inherits")
   inherits(@Lease() lease: RequestLease) {
     return { key: lease.key };
@@ -88,7 +131,7 @@ describe.each(["express", "fastify"] as const)("NestJS specifics on %s", (platfo
   });
 
   const start = async (imports: unknown[]) => {
-    @Module({ imports: imports as never[], controllers: [ScopedController] })
+    @Module({ imports: imports as never[], controllers: [ScopedController, RefusedController] })
     class AppModule {}
     app = await NestFactory.create(AppModule, platform === "express" ? new ExpressAdapter() : new FastifyAdapter(), {
       logger: false,
@@ -108,6 +151,46 @@ describe.each(["express", "fastify"] as const)("NestJS specifics on %s", (platfo
     // Class and method both install the guard; only one permit per request was taken.
     expect(calls.semaphoreAcquire).toBe(2);
     await eventually(() => calls.semaphoreRelease === 2);
+  });
+
+  it("a handler that answers first and works on keeps its permit until it returns", async () => {
+    const { store, calls } = spyStore(memoryStore());
+    await start([LeaseholdModule.forRoot({ client: store })]);
+    gates.after = gate();
+    const count = () => semaphore({ client: store, limit: 1 }).count("after");
+    const answered = await request(running.url).get("/scoped/after");
+    expect(answered.body).toEqual({ answered: true });
+    // The response is complete, the handler is not: the permit stays taken.
+    expect(await count()).toBe(1);
+    expect((await request(running.url).get("/scoped/after")).status).toBe(503);
+    gates.after.open();
+    await eventually(async () => (await count()) === 0);
+    await eventually(() => calls.semaphoreRelease === 1);
+  });
+
+  it("a guard after leasehold's that refuses: the interceptor never runs, the permit returns with the response", async () => {
+    const { store, calls } = spyStore(memoryStore());
+    await start([LeaseholdModule.forRoot({ client: store })]);
+    expect((await request(running.url).get("/refused")).status).toBe(403);
+    expect(calls.semaphoreAcquire).toBe(1);
+    await eventually(() => calls.semaphoreRelease === 1);
+    expect(await semaphore({ client: store, limit: 1 }).count("refused")).toBe(0);
+  });
+
+  it("disconnectGraceMs can be a module default", async () => {
+    const store = memoryStore();
+    const lost: unknown[] = [];
+    await start([LeaseholdModule.forRoot({ client: store, disconnectGraceMs: 150, onLeaseLost: (error) => lost.push(error) })]);
+    gates.stuck = gate();
+    const count = () => semaphore({ client: store, limit: 1 }).count("stuck");
+    const cut = httpRequest(`${running.url}/scoped/stuck`);
+    cut.on("error", () => {});
+    cut.end();
+    await eventually(async () => (await count()) === 1);
+    cut.destroy();
+    await eventually(async () => (await count()) === 0);
+    expect(lost).toHaveLength(1);
+    gates.stuck.open();
   });
 
   it("an SSE stream keeps its permit until the last event", async () => {
@@ -168,5 +251,8 @@ describe("NestJS guard outside HTTP", () => {
     expect(() => Semaphore("x", 1, { waitMs: 2 ** 31 })).toThrow(/`waitMs` must be a whole number/);
     expect(() => Lock("x", { retries: 1, retryDelayMs: 2 ** 31 })).toThrow(/`retryDelayMs` must be a whole number/);
     expect(() => Lock("x", { prefix: "app:locks" })).toThrow(/must not contain ":"/);
+    expect(() => Semaphore("x", 1, { disconnectGraceMs: 0 })).toThrow(
+      /`disconnectGraceMs` must be a whole number of milliseconds/,
+    );
   });
 });
