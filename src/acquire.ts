@@ -39,7 +39,12 @@ export function storeKey(prefix: string, id: string): string {
 /** Why no lease was had: every permit taken (fail fast or spin), the queue at `maxQueue`, or `waitMs` spent. */
 export type RefusalReason = NotAcquiredReason;
 
-export type Acquired = { acquired: true; store: Store; token: string; sentAt: number; waitedMs: number };
+/**
+ * A lease had: it runs a full lease from `sentAt`, or, handed off from the
+ * queue without a claim round trip, until `until` at least, to be confirmed
+ * (see `waitForGrant`).
+ */
+export type Acquired = { acquired: true; store: Store; token: string; sentAt: number; waitedMs: number; until?: number };
 export type Refused = { acquired: false; retryAfterMs: number; reason: RefusalReason; waitedMs: number };
 
 /** The store calls of one primitive on one key. */
@@ -114,7 +119,7 @@ export async function acquireLease(source: StoreSource, settings: CallSettings, 
       return refused(ops, reply.retryAfterMs, reply.queueFull === true ? "queue-full" : "full", startedAt);
     }
     try {
-      const grantedAt = await waitForGrant({
+      const granted = await waitForGrant({
         store,
         ops,
         token,
@@ -122,8 +127,11 @@ export async function acquireLease(source: StoreSource, settings: CallSettings, 
         deadline: startedAt + settings.waitMs,
         signal,
         retryAfterMs: reply.retryAfterMs,
+        joinedAt: sentAt,
       });
-      return acquired(ops, store, token, grantedAt, startedAt);
+      const had = acquired(ops, store, token, "sentAt" in granted ? granted.sentAt : sentAt, startedAt);
+      if ("until" in granted) had.until = granted.until;
+      return had;
     } catch (error) {
       if (error instanceof WaitEnded) return refused(ops, error.retryAfterMs, error.reason, startedAt);
       throw error;

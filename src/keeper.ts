@@ -22,6 +22,35 @@ function report(lease: LeaseHandle, onRenewError: KeepOptions["onRenewError"], e
 }
 
 /**
+ * Renewals due in this turn of the event loop, sent together once the timers
+ * of this turn have run: a store gathers the calls of one turn on one id into
+ * one round trip (the Redis store does), so a process holding many leases on
+ * an id renews them with a few calls per heartbeat, not one per lease.
+ */
+const due: (() => void)[] = [];
+
+function renewSoon(renew: () => void): void {
+  if (due.length === 0) setImmediate(renewDue);
+  due.push(renew);
+}
+
+function renewDue(): void {
+  for (const renew of due.splice(0)) renew();
+}
+
+/**
+ * When the next renewal tick falls: on a grid of `heartbeatMs` shared by every
+ * lease of the process, at least half a heartbeat from now. Leases with the
+ * same heartbeat then tick together (and renew in one call per id), and every
+ * renewal still comes within 1.5 heartbeats of the last, well inside a lease
+ * of at least two heartbeats; a body that ends within half a heartbeat costs
+ * no renewal.
+ */
+function nextTick(now: number, heartbeatMs: number): number {
+  return Math.ceil((now + heartbeatMs / 2) / heartbeatMs) * heartbeatMs;
+}
+
+/**
  * The final release of `run`. A release the body already made is waited for,
  * not repeated: one round trip, and its answer decides a loss. Only if the
  * store failed to answer it (the lease may still be held) is it sent again.
@@ -51,7 +80,8 @@ async function giveBack(
 
 /**
  * Runs `fn` while keeping `lease`: renews every `heartbeatMs` (never two
- * renewals at once), and declares the lease lost when a renewal answers "not
+ * renewals at once; ticks are aligned across leases so that a store can send
+ * the renewals of one id together), and declares the lease lost when a renewal answers "not
  * ours" or when its deadline (a full lease without a successful renewal)
  * passes. The deadline is checked on every tick, again in the same turn the
  * body settles (a body that blocks the event loop starves the timer), and the
@@ -83,10 +113,26 @@ export async function keepLease<L extends LeaseHandle, T>(
     return lease.lost !== undefined;
   };
   const schedule = (): void => {
-    const untilDeadline = lease.deadline - performance.now();
-    const delay = heartbeatMs === false ? untilDeadline : Math.min(heartbeatMs, untilDeadline);
+    const now = performance.now();
+    const untilDeadline = lease.deadline - now;
+    const delay = heartbeatMs === false ? untilDeadline : Math.min(nextTick(now, heartbeatMs) - now, untilDeadline);
     timer = setTimeout(tick, Math.max(1, Math.ceil(delay)));
     timer.unref();
+  };
+  const renew = (): void => {
+    if (done || lease.releasing !== undefined || lease.lost !== undefined) {
+      renewal = undefined;
+      return;
+    }
+    renewal = lease
+      .extend()
+      .then(
+        () => undefined,
+        (error: unknown) => report(lease, onRenewError, error),
+      )
+      .finally(() => {
+        renewal = undefined;
+      });
   };
   const tick = (): void => {
     timer = undefined;
@@ -100,15 +146,9 @@ export async function keepLease<L extends LeaseHandle, T>(
     }
     if (pastDeadline()) return;
     if (heartbeatMs !== false && renewal === undefined) {
-      renewal = lease
-        .extend()
-        .then(
-          () => undefined,
-          (error: unknown) => report(lease, onRenewError, error),
-        )
-        .finally(() => {
-          renewal = undefined;
-        });
+      // Claimed now (never two at once), sent with the other renewals due in this turn.
+      renewal = Promise.resolve();
+      renewSoon(renew);
     }
     schedule();
   };

@@ -94,6 +94,11 @@ export class LeaseHandle implements Lease {
   /** The holder's release, in flight or answered; undefined again if the store did not answer it. */
   #releasing: Promise<boolean> | undefined;
 
+  /**
+   * `until`, for a lease handed off from the queue without a claim: the
+   * grant's reservation is known to last until then at least; the lease is
+   * confirmed now, in the background, with an extend to a full lease.
+   */
   constructor(
     readonly key: string,
     readonly token: string,
@@ -101,9 +106,37 @@ export class LeaseHandle implements Lease {
     sentAt: number,
     readonly waitedMs: number,
     backend: LeaseBackend,
+    until?: number,
   ) {
-    this.deadline = sentAt + leaseMs - CLOCK_GRAIN_MS;
     this.#backend = backend;
+    if (until === undefined) {
+      this.deadline = sentAt + leaseMs - CLOCK_GRAIN_MS;
+    } else {
+      this.deadline = until;
+      this.#confirm();
+    }
+  }
+
+  /**
+   * Turns a handed-off grant into a full lease: extends until the store
+   * answers, retrying a failed round trip while the reservation lasts. "Not
+   * ours" is a loss (told through the signal, as any); a reservation that
+   * runs out unconfirmed is one too, so a holder is never left working past
+   * it untold, with `run` or without.
+   */
+  #confirm(): void {
+    this.extend().then(
+      () => {},
+      () => {
+        const left = this.deadline - performance.now();
+        if (this.#released || this.#lost !== undefined) return;
+        if (left <= 0) {
+          this.lose();
+          return;
+        }
+        setTimeout(() => (performance.now() >= this.deadline ? this.lose() : this.#confirm()), Math.min(left, 100)).unref();
+      },
+    );
   }
 
   async extend(ms: number = this.leaseMs): Promise<boolean> {

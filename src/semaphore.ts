@@ -139,8 +139,9 @@ class SemaphoreLeaseHandle extends LeaseHandle implements SemaphoreLease {
     backend: LeaseBackend,
     readonly limit: number,
     readonly weight: number,
+    until?: number,
   ) {
-    super(id, token, leaseMs, sentAt, waitedMs, backend);
+    super(id, token, leaseMs, sentAt, waitedMs, backend, until);
   }
 }
 
@@ -238,6 +239,7 @@ class DistributedSemaphore implements Semaphore {
       ops,
       call.limit,
       call.weight,
+      outcome.until,
     );
   }
 }

@@ -10,7 +10,7 @@ import { claim, refreshWaiters, type WaitingCalls, watchGrants } from "./waiting
  * that keeps all their waiter leases alive. Nothing here polls per waiter.
  */
 class Room {
-  readonly #waiters = new Map<string, () => void>();
+  readonly #waiters = new Map<string, Waiter>();
   #stopWatching: (() => void) | undefined;
   #backup: NodeJS.Timeout | undefined;
   #backupAt = Number.POSITIVE_INFINITY;
@@ -29,9 +29,9 @@ class Room {
     private readonly onEmpty: () => void,
   ) {}
 
-  add(token: string, wake: () => void): void {
+  add(token: string, waiter: Waiter): void {
     const first = this.#waiters.size === 0;
-    this.#waiters.set(token, wake);
+    this.#waiters.set(token, waiter);
     if (!first) return;
     watchGrants(this.store, this.ops, (grant) => this.#granted(grant)).then(
       (stop) => {
@@ -88,20 +88,28 @@ class Room {
    */
   refreshAll(priming = false): void {
     if (this.#waiters.size === 0 || (this.#refreshing && !priming)) {
-      if (priming) this.#endPriming(new Set());
+      if (priming) this.#endPriming(new Map());
       return;
     }
     this.#refreshing = true;
     const tokens = [...this.#waiters.keys()];
+    const sentAt = performance.now();
     refreshWaiters(this.store, this.ops, tokens, this.claimMs)
       .then(
         ({ statuses, retryAfterMs }) => {
-          const due = new Set<string>();
+          const due = new Map<string, boolean>();
           let waiting = false;
           statuses.forEach((status, i) => {
-            // "gone": our waiter lease lapsed (a long stall); claiming re-joins the queue.
-            if (status !== "waiting") due.add(tokens[i] as string);
-            else waiting = true;
+            const token = tokens[i] as string;
+            if (status === "waiting") {
+              waiting = true;
+              // Its waiter lease now runs until at least sentAt + claimMs on the store's clock.
+              const waiter = this.#waiters.get(token);
+              if (waiter !== undefined) waiter.anchor = Math.max(waiter.anchor, sentAt);
+            } else {
+              // "held": granted. "gone": our waiter lease lapsed (a long stall); claiming re-joins the queue.
+              due.set(token, status === "held");
+            }
           });
           if (priming) this.#endPriming(due);
           else this.#wake(due);
@@ -113,7 +121,7 @@ class Room {
         },
         () => {
           // Failed, timed out or answered nonsense (a store error, published): the next refresh tries again.
-          if (priming) this.#endPriming(new Set());
+          if (priming) this.#endPriming(new Map());
         },
       )
       .finally(() => {
@@ -121,28 +129,43 @@ class Room {
       });
   }
 
-  #endPriming(due: Set<string>): void {
+  #endPriming(due: Map<string, boolean>): void {
     this.#priming = false;
-    for (const token of this.#announced) due.add(token);
+    for (const token of this.#announced) due.set(token, true);
     this.#announced.clear();
     this.#wake(due);
   }
 
-  /** Wakes these waiters in the order they joined. */
-  #wake(tokens: Set<string>): void {
-    for (const [token, wake] of [...this.#waiters]) if (tokens.has(token)) wake();
+  /** Wakes these waiters in the order they joined (true: granted). */
+  #wake(tokens: Map<string, boolean>): void {
+    for (const [token, waiter] of [...this.#waiters]) {
+      const granted = tokens.get(token);
+      if (granted !== undefined) waiter.wake(granted);
+    }
   }
 
   #granted(grant: Grant): void {
     if (this.#priming) {
       for (const token of grant.tokens) if (this.#waiters.has(token)) this.#announced.add(token);
     } else {
-      for (const token of grant.tokens) this.#waiters.get(token)?.();
+      for (const token of grant.tokens) this.#waiters.get(token)?.wake(true);
     }
     // A grant to a waiter that never claims (its process died) lapses after its reservation:
     // look again then, or this room would wait for the next lease expiry.
     this.backupIn(grant.reservedMs);
   }
+}
+
+/** One waiter as its room knows it. */
+interface Waiter {
+  /** Claim (or, granted with time enough, start at once). */
+  wake(granted: boolean): void;
+  /**
+   * The send time of the latest call the store answered "still waiting" for
+   * this token (the join, a claim, a refresh): its waiter lease, and so any
+   * grant's reservation, runs until at least this + claimMs on the store's clock.
+   */
+  anchor: number;
 }
 
 const rooms = new WeakMap<Store, Map<string, Room>>();
@@ -184,22 +207,48 @@ export interface Wait {
   deadline: number;
   signal: AbortSignal | undefined;
   retryAfterMs: number;
+  /** When the join that queued this token was sent. */
+  joinedAt: number;
 }
+
+/**
+ * How a wait ended with a lease: claimed (`sentAt` of the winning claim: the
+ * lease runs a full lease from then), or handed off (`until`: a grant is
+ * known, reserved until at least then, and the lease is to be confirmed
+ * with an extend while its holder already works).
+ */
+export type Granted = { sentAt: number } | { until: number };
+
+/**
+ * A grant hands off without a claim round trip only while at least this share
+ * of the waiter lease is left of its reservation: the confirming extend then
+ * has time to land. A live waiter's process refreshes it every third, so it
+ * always has about two thirds left.
+ */
+const HAND_OFF_SHARE = 1 / 3;
+
+/** Redis reads its clock in whole milliseconds (see lease.ts). */
+const CLOCK_GRAIN_MS = 1;
 
 const ignore = (): void => {};
 
 /**
  * Waits in the queue the first acquire joined, until the store grants this
- * token its permits (resolves with the send time of the winning claim), the
- * wait expires (rejects with `WaitEnded`), or `signal` aborts (rejects with
- * its reason). A waiter that gives up leaves the queue, returning any grant
+ * token its permits, the wait expires (rejects with `WaitEnded`), or `signal`
+ * aborts (rejects with its reason). A grant heard while the reservation it
+ * implies is long enough resolves at once (`until`), without a claim round
+ * trip: the grant cannot be older than the latest call the store answered
+ * "still waiting", so that call's send time plus the waiter lease is a lower
+ * bound of the reservation's end, whatever the store's clock says. Otherwise
+ * the waiter claims first (resolves with the claim's `sentAt`). A waiter that gives up leaves the queue, returning any grant
  * it had not claimed, before the promise settles, but waits for that leave
  * at most one store timeout past the deadline.
  */
-export function waitForGrant(wait: Wait): Promise<number> {
+export function waitForGrant(wait: Wait): Promise<Granted> {
   const { store, ops, token } = wait;
   const room = roomFor(wait);
-  return new Promise<number>((resolve, reject) => {
+  const claimMs = wait.queue.claimMs;
+  return new Promise<Granted>((resolve, reject) => {
     let done = false;
     let claiming = false;
     let wakeAgain = false;
@@ -207,14 +256,14 @@ export function waitForGrant(wait: Wait): Promise<number> {
     // Claims the store has not answered yet, timed-out ones included: one may still take a permit.
     const unanswered = new Set<Promise<AcquireReply>>();
 
-    const settle = (outcome: { sentAt: number } | { error: unknown }): void => {
+    const settle = (outcome: Granted | { error: unknown }): void => {
       if (done) return;
       done = true;
       clearTimeout(expiry);
       wait.signal?.removeEventListener("abort", aborted);
       room.remove(token);
-      if ("sentAt" in outcome) {
-        resolve(outcome.sentAt);
+      if (!("error" in outcome)) {
+        resolve(outcome);
         return;
       }
       // Nobody will use this token now: a claim answered after the leave below is given back too.
@@ -226,13 +275,21 @@ export function waitForGrant(wait: Wait): Promise<number> {
         .catch(ignore)
         .finally(() => reject(outcome.error));
     };
+    const waiter: Waiter = { wake: (granted) => wake(granted), anchor: wait.joinedAt };
     const wakeIfAsked = (): void => {
       if (!wakeAgain) return;
       wakeAgain = false;
-      wake();
+      wake(false);
     };
-    const wake = (): void => {
+    const wake = (granted: boolean): void => {
       if (done) return;
+      if (granted && !claiming) {
+        const until = waiter.anchor + claimMs - CLOCK_GRAIN_MS;
+        if (until - performance.now() >= claimMs * HAND_OFF_SHARE) {
+          settle({ until });
+          return;
+        }
+      }
       if (claiming) {
         wakeAgain = true;
         return;
@@ -249,6 +306,7 @@ export function waitForGrant(wait: Wait): Promise<number> {
         (reply) => {
           claiming = false;
           if (reply.acquired) return settle({ sentAt });
+          if (reply.queued === true) waiter.anchor = Math.max(waiter.anchor, sentAt);
           retryAfterMs = reply.retryAfterMs;
           if (reply.queueFull === true) return settle({ error: new WaitEnded("queue-full", retryAfterMs) });
           room.backupIn(retryAfterMs);
@@ -270,7 +328,7 @@ export function waitForGrant(wait: Wait): Promise<number> {
 
     if (wait.signal?.aborted) return aborted();
     wait.signal?.addEventListener("abort", aborted, { once: true });
-    room.add(token, wake);
+    room.add(token, waiter);
     room.backupIn(retryAfterMs);
   });
 }

@@ -6,6 +6,7 @@ import {
   LockNotAcquiredError,
   lock,
   type SemaphoreLease,
+  SemaphoreLeaseLostError,
   SemaphoreNotAcquiredError,
   type Store,
   type StoreErrorEvent,
@@ -309,18 +310,81 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     await expect(slots.acquire("k", { maxQueue: 0 })).rejects.toMatchObject({ option: "maxQueue" });
   });
 
+  it("a granted waiter starts without a claim round trip, and an extend confirms its full lease", async () => {
+    const { store, calls } = setup(60_000);
+    const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix(), leaseMs: 30_000 });
+    const holder = await slots.acquire("k");
+    const started = gate();
+    const finish = gate();
+    const waiter = slots.run(
+      "k",
+      async (lease) => {
+        started.open();
+        await finish.opened;
+        return lease.signal.aborted;
+      },
+      { waitMs: 10_000 },
+    );
+    await eventually(() => calls.semaphoreAcquire === 2);
+    await holder?.release();
+    await started.opened;
+    // The join was the waiter's only acquire: the grant's announcement started it.
+    expect(calls.semaphoreAcquire).toBe(2);
+    await eventually(() => calls.semaphoreExtend === 1);
+    finish.open();
+    expect(await waiter).toBe(false);
+    expect(await slots.count("k")).toBe(0);
+  });
+
+  it("a handed-off lease whose grant is gone is lost, and told, at its confirmation", async () => {
+    const { store } = setup(60_000);
+    const prefix = uniquePrefix();
+    const slots = semaphore({ client: store, limit: 1, prefix, leaseMs: 30_000 });
+    const holder = await slots.acquire("k");
+    const lost = gate<unknown>();
+    // The grant is taken back (as an operator's release would) before the confirming extend lands.
+    const confirm = store.semaphoreExtend.bind(store);
+    store.semaphoreExtend = async (key, token, ms, weight) => {
+      await store.semaphoreLeave(key, token);
+      return confirm(key, token, ms, weight);
+    };
+    const waiter = slots
+      .run(
+        "k",
+        async (lease) => {
+          lease.signal.addEventListener("abort", () => lost.open(lease.signal.reason));
+          await lost.opened;
+        },
+        { waitMs: 10_000 },
+      )
+      .catch((error: unknown) => error);
+    await eventually(async () => (await slots.stats("k")).waiting === 1);
+    await holder?.release();
+    expect(await lost.opened).toBeInstanceOf(SemaphoreLeaseLostError);
+    expect(await waiter).toBeInstanceOf(SemaphoreLeaseLostError);
+  });
+
   it("a claim whose reply comes after the store timeout keeps the waiter's place: the first waiter is still admitted first", async () => {
     // A short waiter lease: the room's refresh (every 500 ms) is a wake-up that claims again.
-    const { store: spied, calls } = spyStore(make({ waiterLeaseMs: 1_500 }), {}, 1_000);
+    let refreshesHang = true;
+    const { store: spied, calls } = spyStore(
+      make({ waiterLeaseMs: 1_500 }),
+      { semaphoreRefreshWaiters: () => (refreshesHang ? "hang" : undefined) },
+      1_000,
+    );
     const prefix = uniquePrefix();
     const lateReply = gate();
     let first: string | undefined;
     let firstCalls = 0;
     let answeredLate = false;
+    let joinedAt = 0;
     const store: Store = {
       ...spied,
       semaphoreAcquire: async (key, token, limit, weight, leaseMs, queue) => {
-        if (queue !== undefined) first ??= token;
+        if (queue !== undefined && first === undefined) {
+          first = token;
+          joinedAt = performance.now();
+        }
         const reply = await spied.semaphoreAcquire(key, token, limit, weight, leaseMs, queue);
         // The first waiter's first claim reaches the store, which grants it; the answer arrives after the timeout.
         if (token === first && ++firstCalls === 2) {
@@ -349,7 +413,11 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     await eventually(() => calls.semaphoreAcquire === 2);
     const w2 = slots.run("k", async () => void order.push("W2"), { waitMs: 15_000 });
     await eventually(() => calls.semaphoreAcquire === 3);
+    // With no refresh answered since it joined, W1 cannot know its grant will be reserved long enough
+    // to start without a claim once two thirds of its waiter lease have passed: it claims.
+    await eventually(() => performance.now() - joinedAt > 1_100, 5_000);
     await holder?.release();
+    refreshesHang = false;
     await Promise.all([w1, w2]);
     expect(order).toEqual(["W1", "W2"]);
     expect(await slots.stats("k")).toMatchObject({ used: 0, waiting: 0 });
