@@ -1,6 +1,8 @@
 #!lua
 -- A shebang without allow-oom: at maxmemory with noeviction, taking a new lease is refused up front (OOM).
 -- Take a lock, or join its waiting room, or say how long it stays held.
+-- A lease that ends at `e` is the key with PXAT e - 1: Redis drops a key once its time is past
+-- PXAT, so the lock is held while now < e, as everywhere else (scores, the memory store).
 -- KEYS[1] lock: holds the holder's token, expiring with the lease
 -- KEYS[2] queue  KEYS[3] expiry  (see lib/queue.lua)
 -- ARGV[1] token  ARGV[2] ttl ms  ARGV[3] claim ms (waiter lease; 0 fails fast)
@@ -14,13 +16,13 @@ local token, ttl, claim, maxQueue = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]
 -- The common case first, before any helper is defined: nobody waiting.
 if redis.call('EXISTS', queue) == 0 then
   -- SET NX PXAT: the lock is free (or lapsed) and now ours, expiring on the server's clock.
-  if redis.call('SET', lock, token, 'NX', 'PXAT', now + ttl) then return {1, 0} end
+  if redis.call('SET', lock, token, 'NX', 'PXAT', now + ttl - 1) then return {1, 0} end
   -- A re-sent acquire (ioredis replays unanswered commands after a reconnect) finds its own token.
   if redis.call('GET', lock) == token then
-    redis.call('PEXPIREAT', lock, now + ttl)
+    redis.call('PEXPIREAT', lock, now + ttl - 1)
     return {1, 0}
   end
-  if claim == 0 then return {0, math.max(1, redis.call('PEXPIRETIME', lock) - now)} end
+  if claim == 0 then return {0, math.max(1, redis.call('PEXPIRETIME', lock) + 1 - now)} end
 end
 
 local info = nil
@@ -37,12 +39,12 @@ end
 local reply
 if redis.call('GET', lock) == token then
   -- A re-sent acquire, or a waiter claiming its grant: refresh instead of failing.
-  redis.call('PEXPIREAT', lock, now + ttl)
+  redis.call('PEXPIREAT', lock, now + ttl - 1)
   reply = {1, 0}
 elseif waiting and redis.call('ZSCORE', queue, token) then
   redis.call('ZADD', expiry, now + claim, token)
   reply = {2, 0}
-elseif not waiting and redis.call('SET', lock, token, 'NX', 'PXAT', now + ttl) then
+elseif not waiting and redis.call('SET', lock, token, 'NX', 'PXAT', now + ttl - 1) then
   -- A newcomer never jumps a non-empty queue.
   reply = {1, 0}
 elseif claim == 0 then
@@ -54,5 +56,5 @@ else
   reply = {2, 0}
 end
 settle(now)
-if reply[1] ~= 1 then reply[2] = math.max(1, redis.call('PEXPIRETIME', lock) - now) end
+if reply[1] ~= 1 then reply[2] = math.max(1, redis.call('PEXPIRETIME', lock) + 1 - now) end
 return reply

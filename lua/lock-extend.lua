@@ -5,5 +5,6 @@
 -- Returns 1 when extended, 0 when the lock expired or belongs to someone else.
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 --!include lib/clock.lua
-redis.call('PEXPIREAT', KEYS[1], now + tonumber(ARGV[2]))
+-- PXAT end - 1: see lock-acquire.lua.
+redis.call('PEXPIREAT', KEYS[1], now + tonumber(ARGV[2]) - 1)
 return 1

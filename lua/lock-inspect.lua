@@ -7,7 +7,7 @@ local lock, queue, expiry = KEYS[1], KEYS[2], KEYS[3]
 
 local held = {}
 local token = redis.call('GET', lock)
-local ends = redis.call('PEXPIRETIME', lock)
+local ends = redis.call('PEXPIRETIME', lock) + 1
 if token and ends > now then held = {token, 1, ends - now} end
 local waiting = {}
 local order = redis.call('ZRANGE', queue, 0, -1)

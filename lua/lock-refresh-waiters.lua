@@ -26,5 +26,5 @@ for i = 2, #ARGV do
     statuses[#statuses + 1] = 0
   end
 end
-statuses[#statuses + 1] = math.max(1, redis.call('PEXPIRETIME', lock) - now)
+statuses[#statuses + 1] = math.max(1, redis.call('PEXPIRETIME', lock) + 1 - now)
 return statuses

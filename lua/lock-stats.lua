@@ -3,6 +3,7 @@
 -- KEYS[1] lock
 -- Returns {1, ms until it expires} while held, {0, 0} when free.
 --!include lib/clock.lua
-local ends = redis.call('PEXPIRETIME', KEYS[1])
+-- The lease ends one ms after the key's PXAT (see lock-acquire.lua).
+local ends = redis.call('PEXPIRETIME', KEYS[1]) + 1
 if ends > now then return {1, ends - now} end
 return {0, 0}

@@ -1,22 +1,22 @@
 #!lua
 -- A shebang without allow-oom: at maxmemory with noeviction, taking a new lease is refused up front (OOM).
 -- Take permits of a semaphore, or join its waiting room, or say how long until one frees:
--- the full path, for weights, waiting, and ids with waiters or heavier holders.
--- KEYS[1] holders  KEYS[2] meta  (see lib/holders.lua)  KEYS[3] queue  KEYS[4] expiry  (see lib/queue.lua)
+-- the full path, for waiting, and for ids with waiters.
+-- KEYS[1] holders (see lib/holders.lua)  KEYS[2] meta  KEYS[3] queue  KEYS[4] expiry  (see lib/queue.lua)
 -- ARGV[1] token  ARGV[2] limit  ARGV[3] weight  ARGV[4] lease ms
 -- ARGV[5] claim ms: the waiter lease; 0 fails fast instead of queueing
 -- ARGV[6] max queue length, 0 for none
 -- Returns {1, 0} when the token holds its permits, {2, ms} when it waits in the
 -- queue, {0, ms} when refused, {3, ms} when the queue is full; ms is the time
 -- until the nearest lease ends. A third item, 1 or 0, says whether the id still has
--- waiters or heavier holders (the marker; see lib/settle.lua): the store's hint.
+-- waiters (the marker; see lib/settle.lua): the store's hint.
 local holders, meta, queue, expiry = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local info = meta
 local token, limit, weight, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local claim, maxQueue = tonumber(ARGV[5]), tonumber(ARGV[6])
 --!include lib/clock.lua
 
-if weight == 1 and not redis.call('ZSCORE', holders, '~') then
+if not redis.call('ZSCORE', holders, '~') then
 --!include lib/take-one.lua
 end
 
@@ -38,8 +38,8 @@ end
 local reply
 if redis.call('ZSCORE', holders, token) then
   -- Already holding: a re-sent acquire (ioredis replays unanswered commands
-  -- after a reconnect), or a waiter claiming its grant. Refresh, never count twice.
-  redis.call('ZADD', holders, now + lease, token)
+  -- after a reconnect), or a waiter claiming its grant. Refresh every permit, never count twice.
+  holders_add(token, weight, now + lease)
   reply = {1, 0}
 elseif waiting and redis.call('ZSCORE', queue, token) then
   redis.call('ZADD', expiry, now + claim, token)
@@ -53,8 +53,8 @@ elseif claim == 0 then
 elseif maxQueue > 0 and redis.call('ZCARD', queue) >= maxQueue then
   reply = {3, 0}
 else
-  queue_join(token, weight, limit, claim, now)
-  redis.call('HSET', meta, '~l', limit)
+  queue_join(token, ARGV[3], ARGV[2], claim, now)
+  redis.call('HSET', meta, '~l', ARGV[2])
   reply = {2, 0}
 end
 reply[3] = settle(now)

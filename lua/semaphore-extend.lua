@@ -1,30 +1,37 @@
 #!lua flags=allow-oom
 -- allow-oom: under maxmemory with noeviction, a holder must still be able to keep and return what it holds.
--- Push leases' ends to now + lease, for each token that still holds a live lease: one
--- holder's renewal, or a process's renewals of many leases on the id at once.
--- KEYS[1] holders  KEYS[2] meta, only when a lease is heavier than 1 (see lib/holders.lua)
--- ARGV[1] lease ms  ARGV[2..] tokens
--- Returns, per token, 1 when extended, 0 when the lease is gone or has lapsed.
-local holders, meta = KEYS[1], KEYS[2]
+-- Push leases' ends to now + lease, for each that is still live: one holder's renewal, or a
+-- process's renewals of many leases on the id at once.
+-- KEYS[1] holders (see lib/holders.lua)
+-- ARGV: per lease, token, lease ms and weight (three each; weight 0: not known, counted here)
+-- Returns, per lease, 1 when extended, 0 when it is gone or has lapsed.
+local holders = KEYS[1]
 --!include lib/clock.lua
 
-local ends = now + tonumber(ARGV[1])
 local out = {}
-local extended = false
-for i = 2, #ARGV do
+local latest = nil
+for i = 1, #ARGV, 3 do
+  local token, lease, weight = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   -- Presence is not ownership: a lapsed member stays in the set until something prunes it.
-  local score = redis.call('ZSCORE', holders, ARGV[i])
+  local score = redis.call('ZSCORE', holders, token)
   if score and tonumber(score) > now then
-    redis.call('ZADD', holders, 'XX', ends, ARGV[i])
-    extended = true
+    if weight == 0 then
+      weight = 1
+      while redis.call('ZSCORE', holders, token .. '~' .. (weight + 1)) do weight = weight + 1 end
+    end
+    local ends = now + lease
+    local members = { 'XX', ends, token }
+    for w = 2, weight do
+      members[#members + 1] = ends
+      members[#members + 1] = token .. '~' .. w
+    end
+    redis.call('ZADD', holders, unpack(members))
+    if not latest or ends > latest then latest = ends end
     out[#out + 1] = 1
   else
     out[#out + 1] = 0
   end
 end
-if extended then
-  -- GT: the keys keep covering every other lease (both always carry an expiry while they exist).
-  redis.call('PEXPIREAT', holders, ends + 1, 'GT')
-  if meta then redis.call('PEXPIREAT', meta, ends + 1, 'GT') end
-end
+-- GT: the key keeps covering every other lease (it always carries an expiry while it exists).
+if latest then redis.call('PEXPIREAT', holders, latest + 1, 'GT') end
 return out

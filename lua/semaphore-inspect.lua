@@ -7,11 +7,17 @@ local holders, meta, queue, expiry = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 --!include lib/clock.lua
 
 local held = {}
+local at = {}
 local live = redis.call('ZRANGEBYSCORE', holders, '(' .. now, '+inf', 'WITHSCORES')
 for i = 1, #live, 2 do
-  held[#held + 1] = live[i]
-  held[#held + 1] = tonumber(redis.call('HGET', meta, live[i]) or 1)
-  held[#held + 1] = tonumber(live[i + 1]) - now
+  local token = string.match(live[i], '^([^~]+)')
+  if not at[token] then
+    held[#held + 1] = token
+    held[#held + 1] = 0
+    held[#held + 1] = tonumber(live[i + 1]) - now
+    at[token] = #held - 1
+  end
+  held[at[token]] = held[at[token]] + 1
 end
 local waiting = {}
 local order = redis.call('ZRANGE', queue, 0, -1)

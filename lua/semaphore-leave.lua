@@ -12,7 +12,7 @@ local token = ARGV[1]
 --!include lib/grant.lua
 --!include lib/settle.lua
 
-holders_remove(token)
+holders_remove(token, nil)
 queue_drop(token)
 holders_prune(now)
 queue_prune(now)

@@ -2,21 +2,21 @@
 -- allow-oom: under maxmemory with noeviction, a holder must still be able to keep and return what it holds.
 -- Return a semaphore lease's permits, and admit waiters they make room for: the full path
 -- (semaphore-return.lua is the fast one).
--- KEYS as semaphore-acquire.lua.  ARGV[1] token
+-- KEYS as semaphore-acquire.lua.  ARGV[1] token  ARGV[2] its weight, or 0 when not known
 -- Returns {live, marked[, announcement]}: live is 1 when the lease was live, 0 when it was
 -- gone or had lapsed (its entry, if still present, is removed either way); marked says
--- whether the id still has waiters or heavier holders (the store's hint); the announcement
+-- whether the id still has waiters (the store's hint); the announcement
 -- names the waiters the release granted, if any.
 local holders, meta, queue, expiry = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local info = meta
-local token = ARGV[1]
+local token, weight = ARGV[1], tonumber(ARGV[2])
 --!include lib/clock.lua
 --!include lib/holders.lua
 --!include lib/queue.lua
 --!include lib/grant.lua
 --!include lib/settle.lua
 
-local score = holders_remove(token)
+local score = holders_remove(token, weight > 0 and weight or nil)
 holders_prune(now)
 queue_prune(now)
 local announced = grant(now)

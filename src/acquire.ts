@@ -4,8 +4,10 @@ import type { StoreSource } from "./client.js";
 import type { NotAcquiredReason } from "./errors.js";
 import { type AcquiredEvent, channels, type RejectedEvent, type Subject, subjectOf } from "./events.js";
 import type { CallSettings } from "./options.js";
+import { isMemoryStore, type LocalStore } from "./store/memory.js";
 import type { AcquireReply, QueueOptions, Store } from "./store/types.js";
 import { acquireOrCleanUp, leave, waiterLeaseOf } from "./store-call.js";
+import { type Due, foregroundTimers } from "./timers.js";
 import { WaitEnded, waitForGrant } from "./waiting.js";
 import type { WaitingCalls } from "./waiting-calls.js";
 
@@ -51,6 +53,10 @@ export type Refused = { acquired: false; retryAfterMs: number; reason: RefusalRe
 export interface KeyOps extends WaitingCalls {
   /** Who is acquiring, for events. */
   readonly subject: Subject;
+  /** What each acquisition asks for (a lock: 1 and 1). */
+  readonly limit: number;
+  readonly weight: number;
+  readonly leaseMs: number;
   /** A semaphore's limit and weight, for events. */
   readonly permits?: { limit: number; weight: number };
 }
@@ -94,6 +100,7 @@ export async function acquireLease(source: StoreSource, settings: CallSettings, 
   const got = source.get();
   const store = got instanceof Promise ? await got : got;
   const token = newToken();
+  if (isMemoryStore(store)) return acquireLocally(store, settings, ops, token, startedAt);
 
   // Fail fast, the common case, without the closures the other modes need.
   if (settings.waitMs === 0 && settings.retries === 0) {
@@ -145,6 +152,89 @@ export async function acquireLease(source: StoreSource, settings: CallSettings, 
     if (count >= settings.retries) return refused(ops, reply.retryAfterMs, "full", startedAt);
     if (settings.retryDelayMs > 0) await pauseUnlessAborted(settings.retryDelayMs, signal);
   }
+}
+
+/**
+ * The embedded store answers at once, and hands a freed permit straight to a
+ * waiter of this process: no round trip to bound, no waiting room to share,
+ * no grant to announce and claim. Same modes, same outcomes.
+ */
+async function acquireLocally(
+  store: LocalStore,
+  settings: CallSettings,
+  ops: KeyOps,
+  token: string,
+  startedAt: number,
+): Promise<Acquired | Refused> {
+  const { kind, key, limit, weight, leaseMs } = ops;
+  if (settings.waitMs > 0) return waitLocally(store, settings, ops, token, startedAt);
+  for (let count = 0; ; count++) {
+    const sentAt = performance.now();
+    const reply = store.takeNow(kind, key, token, limit, weight, leaseMs);
+    if (reply.acquired) return acquired(ops, store, token, sentAt, startedAt);
+    if (count >= settings.retries) return refused(ops, reply.retryAfterMs, "full", startedAt);
+    if (settings.retryDelayMs > 0) await pauseUnlessAborted(settings.retryDelayMs, settings.signal);
+    settings.signal?.throwIfAborted();
+  }
+}
+
+/**
+ * Queues as a waiter of this process: a release hands it the permit, with a
+ * full lease, from inside the releasing call (which only resolves this
+ * promise: the rest runs after it). One shared timer per millisecond bounds
+ * `waitMs`.
+ */
+function waitLocally(
+  store: LocalStore,
+  settings: CallSettings,
+  ops: KeyOps,
+  token: string,
+  startedAt: number,
+): Promise<Acquired | Refused> {
+  const { kind, key, limit, weight, leaseMs } = ops;
+  const { signal } = settings;
+  const until = startedAt + settings.waitMs;
+  return new Promise<{ at: number } | Refused>((resolve, reject) => {
+    let timer: Due | undefined;
+    let done = false;
+    const end = (): boolean => {
+      if (done) return false;
+      done = true;
+      foregroundTimers.cancel(timer);
+      signal?.removeEventListener("abort", aborted);
+      return true;
+    };
+    const aborted = (): void => {
+      if (!end()) return;
+      store.leaveNow(kind, key, token);
+      reject(signal?.reason);
+    };
+    const sentAt = performance.now();
+    const reply = store.waitNow(kind, key, token, limit, weight, {
+      leaseMs,
+      until,
+      maxQueue: settings.maxQueue,
+      onGrant: (at) => {
+        if (end()) resolve({ at });
+      },
+    });
+    if (reply.acquired) {
+      end();
+      resolve({ at: sentAt });
+      return;
+    }
+    if (reply.queued !== true) {
+      end();
+      resolve(refused(ops, reply.retryAfterMs, reply.queueFull === true ? "queue-full" : "full", startedAt));
+      return;
+    }
+    timer = foregroundTimers.at(until, () => {
+      if (!end()) return;
+      store.leaveNow(kind, key, token);
+      resolve(refused(ops, reply.retryAfterMs, "wait-timeout", startedAt));
+    });
+    signal?.addEventListener("abort", aborted, { once: true });
+  }).then((outcome) => ("at" in outcome ? acquired(ops, store, token, outcome.at, startedAt) : outcome));
 }
 
 /** The caller gave up while an attempt was in flight: nobody will use this permit or place. */

@@ -1,5 +1,6 @@
 import { channels, type RenewErrorEvent } from "./events.js";
 import type { LeaseHandle } from "./lease.js";
+import { backgroundTimers, type Due } from "./timers.js";
 
 /** How `run` keeps a lease while its body works. */
 export interface KeepOptions {
@@ -102,7 +103,7 @@ export async function keepLease<L extends LeaseHandle, T>(
   options: KeepOptions,
 ): Promise<T> {
   const { heartbeatMs, onRenewError } = options;
-  let timer: NodeJS.Timeout | undefined;
+  let timer: Due | undefined;
   let renewal: Promise<void> | undefined;
 
   let done = false;
@@ -114,10 +115,9 @@ export async function keepLease<L extends LeaseHandle, T>(
   };
   const schedule = (): void => {
     const now = performance.now();
-    const untilDeadline = lease.deadline - now;
-    const delay = heartbeatMs === false ? untilDeadline : Math.min(nextTick(now, heartbeatMs) - now, untilDeadline);
-    timer = setTimeout(tick, Math.max(1, Math.ceil(delay)));
-    timer.unref();
+    const at = heartbeatMs === false ? lease.deadline : Math.min(nextTick(now, heartbeatMs), lease.deadline);
+    // Shared per millisecond: leases on the heartbeat grid tick together, one Node timer for all.
+    timer = backgroundTimers.at(Math.max(at, now + 1), tick);
   };
   const renew = (): void => {
     if (done || lease.releasing !== undefined || lease.lost !== undefined) {
@@ -163,7 +163,7 @@ export async function keepLease<L extends LeaseHandle, T>(
   // Same turn as the body's completion: a timer cannot have run if the body blocked.
   pastDeadline();
   done = true;
-  clearTimeout(timer);
+  backgroundTimers.cancel(timer);
   if (renewal !== undefined) await renewal;
   await giveBack(lease, pastDeadline, onRenewError);
 

@@ -1,5 +1,6 @@
 import type { LeaseLostError } from "./errors.js";
 import { channels, type LostEvent, type ReleasedEvent, type Subject } from "./events.js";
+import { isMemoryStore } from "./store/memory.js";
 import type { Store } from "./store/types.js";
 import { bounded, isFlag } from "./store-call.js";
 import { positiveMs } from "./validate.js";
@@ -58,6 +59,9 @@ export type LockLease = Lease;
 /** What a handle needs from its primitive: the store calls and the error that names a loss. */
 export interface LeaseBackend {
   readonly store: Store;
+  readonly kind: "semaphore" | "lock";
+  /** The store key (`{prefix:id}`). */
+  readonly key: string;
   extend(token: string, ms: number): Promise<boolean>;
   release(token: string): Promise<boolean>;
   lost(): LeaseLostError;
@@ -144,7 +148,9 @@ export class LeaseHandle implements Lease {
     if (this.#released || this.#lost !== undefined) return false;
     const sentAt = performance.now();
     const store = this.#backend.store;
-    const ours = await bounded(store, "extend", this.#backend.extend(this.token, ms), isFlag, this.#backend.subject);
+    const ours = isMemoryStore(store)
+      ? store.extendNow(this.#backend.kind, this.#backend.key, this.token, ms)
+      : await bounded(store, "extend", this.#backend.extend(this.token, ms), isFlag, this.#backend.subject);
     if (ours) this.deadline = sentAt + ms - CLOCK_GRAIN_MS;
     else this.lose();
     return ours;
@@ -171,13 +177,19 @@ export class LeaseHandle implements Lease {
 
   async #giveBack(): Promise<boolean> {
     let ours: boolean;
-    try {
-      ours = await bounded(this.#backend.store, "release", this.#backend.release(this.token), isFlag, this.#backend.subject);
-    } catch (error) {
-      // The store did not answer: the lease may still be held, so a retry must be possible.
-      this.#released = false;
-      this.#releasing = undefined;
-      throw error;
+    const store = this.#backend.store;
+    if (isMemoryStore(store)) {
+      // The embedded store answers at once: no round trip to bound or check.
+      ours = store.releaseNow(this.#backend.kind, this.#backend.key, this.token);
+    } else {
+      try {
+        ours = await bounded(store, "release", this.#backend.release(this.token), isFlag, this.#backend.subject);
+      } catch (error) {
+        // The store did not answer: the lease may still be held, so a retry must be possible.
+        this.#released = false;
+        this.#releasing = undefined;
+        throw error;
+      }
     }
     if (channels.released.hasSubscribers) {
       const { subject, weight } = this.#backend;

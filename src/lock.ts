@@ -135,6 +135,7 @@ class DistributedLock implements Lock {
 /** The store calls of one acquisition and then of its lease (see SemaphoreOps). */
 class LockOps extends KeyCalls implements KeyOps, LeaseBackend {
   readonly weight = 1;
+  readonly limit = 1;
 
   constructor(id: string, key: string, leaseMs: number) {
     super("lock", id, key, leaseMs);

@@ -10,7 +10,6 @@
 -- Needs holders.lua and queue.lua; the caller ends with settle().
 local function grant(now)
   local idLimit = tonumber(redis.call('HGET', meta, '~l'))
-  if not idLimit then return nil end
   local used = holders_used()
   local granted = {}
   local reserved = nil
@@ -18,7 +17,7 @@ local function grant(now)
     local head = queue_head()
     if not head then break end
     local w, own = queue_info(head)
-    if used + w > math.min(own, idLimit) then break end
+    if used + w > math.min(own, idLimit or own) then break end
     local ends = tonumber(redis.call('ZSCORE', expiry, head))
     queue_drop(head)
     holders_add(head, w, ends)

@@ -1,66 +1,47 @@
--- Semaphore holders. Expects locals `holders` (sorted set: token -> lease end in ms, and the
--- marker '~' at score -inf while the fast paths must hand over to the full scripts: see
--- lib/settle.lua) and `meta` (hash: token -> weight of each holder heavier than 1, and
--- '~x' = the sum of (weight - 1) over them, present only while some holder is heavier, so
--- permits used = holders + ~x; it also keeps the waiting room's fields, see lib/queue.lua).
--- Markers sit at -inf and lapsed holders are pruned from '(-inf': the range never takes a marker.
-
-local function holders_extra(by)
-  if redis.call('HINCRBY', meta, '~x', by) <= 0 then redis.call('HDEL', meta, '~x') end
-end
+-- Semaphore holders. Expects the local `holders`: a sorted set of lease ends in ms, one member
+-- per permit: a holder of weight w is its token plus 'token~2' .. 'token~w' (tokens never hold
+-- '~'), all at the same score, so permits used = members, and no other key ever has to be read
+-- (or could be evicted apart) to know them. The marker '~' at score -inf says waiters exist
+-- (see lib/settle.lua); lapsed leases are pruned from '(-inf', a range that never takes it.
 
 -- Lapsed leases are reclaimed here rather than by a sweeper.
 local function holders_prune(now)
-  if redis.call('HEXISTS', meta, '~x') == 0 then
-    -- Nobody heavier than 1: dropping the lapsed range is all there is to do.
-    redis.call('ZREMRANGEBYSCORE', holders, '(-inf', now)
-    return
-  end
-  local lapsed = redis.call('ZRANGEBYSCORE', holders, '(-inf', now)
-  if #lapsed == 0 then return end
   redis.call('ZREMRANGEBYSCORE', holders, '(-inf', now)
-  local freed = 0
-  for i = 1, #lapsed do
-    local w = redis.call('HGET', meta, lapsed[i])
-    if w then
-      freed = freed + tonumber(w) - 1
-      redis.call('HDEL', meta, lapsed[i])
-    end
-  end
-  if freed > 0 then holders_extra(-freed) end
 end
 
--- Holders present, lapsed or not (the caller prunes first when it matters), markers aside.
-local function holders_count()
+-- Permits held, lapsed or not (the caller prunes first when it matters).
+local function holders_used()
   local card = redis.call('ZCARD', holders)
   if card > 0 and redis.call('ZSCORE', holders, '~') then card = card - 1 end
   return card
 end
 
-local function holders_used()
-  local card = holders_count()
-  if card == 0 then return 0 end
-  return card + (tonumber(redis.call('HGET', meta, '~x')) or 0)
+-- The members of one holder of weight w, for ZADD (with its score) or ZREM.
+local function holders_members(token, weight, score)
+  local members = {}
+  for i = 1, weight do
+    if score then members[#members + 1] = score end
+    if i == 1 then members[#members + 1] = token else members[#members + 1] = token .. '~' .. i end
+  end
+  return members
 end
 
 local function holders_add(token, weight, ends)
-  redis.call('ZADD', holders, ends, token)
-  if weight > 1 then
-    redis.call('HSET', meta, token, weight)
-    holders_extra(weight - 1)
-  end
+  redis.call('ZADD', holders, unpack(holders_members(token, weight, ends)))
 end
 
--- Returns the lease end the token had, or false.
-local function holders_remove(token)
+-- The weight of a holder, counted from its members (when the caller does not say).
+local function holders_weight(token)
+  local w = 1
+  while redis.call('ZSCORE', holders, token .. '~' .. (w + 1)) do w = w + 1 end
+  return w
+end
+
+-- Removes a holder (weight from the caller, or counted); returns the lease end it had, or false.
+local function holders_remove(token, weight)
   local score = redis.call('ZSCORE', holders, token)
   if not score then return false end
-  redis.call('ZREM', holders, token)
-  local w = redis.call('HGET', meta, token)
-  if w then
-    redis.call('HDEL', meta, token)
-    holders_extra(1 - tonumber(w))
-  end
+  redis.call('ZREM', holders, unpack(holders_members(token, weight or holders_weight(token))))
   return tonumber(score)
 end
 

@@ -1,6 +1,7 @@
 -- The waiting room, shared by semaphores and locks. Expects locals `queue` (sorted set:
 -- token -> ticket, in arrival order), `expiry` (sorted set: token -> waiter lease end, ms) and
--- `info` (the semaphore's meta hash: '?'..token -> "weight limit" of each waiter; nil for locks).
+-- `info` (a semaphore's meta hash: '?'..token -> "weight limit" of each waiter, as the caller
+-- passed them (strings: a limit of 2^53 must not turn into "9.007199254741e+15"); nil for locks).
 -- A waiter's own short lease is refreshed by its process; a waiter whose process died lapses
 -- and stops blocking the ones behind it.
 
@@ -15,18 +16,19 @@ local function queue_prune(now)
   for i = 1, #lapsed do queue_drop(lapsed[i]) end
 end
 
--- Weight and own limit of a waiter (a lock's waiters: 1 and 1).
+-- Weight and own limit of a waiter. Without its entry (a lock, or an evicted meta hash), 1 and 1:
+-- the most cautious reading, granted only when nothing is held.
 local function queue_info(token)
-  if not info then return 1, 1 end
-  local w, l = string.match(redis.call('HGET', info, '?' .. token) or '1 1', '^(%d+) (%d+)$')
-  return tonumber(w), tonumber(l)
+  local w, l = string.match(info and redis.call('HGET', info, '?' .. token) or '', '^(%d+) (%d+)$')
+  return tonumber(w) or 1, tonumber(l) or 1
 end
 
 local function queue_head()
   return redis.call('ZRANGE', queue, 0, 0)[1]
 end
 
--- The server assigns the order: a ticket after the last one queued.
+-- The server assigns the order: a ticket after the last one queued. `weight` and `limit` are
+-- the caller's arguments, kept as they came.
 local function queue_join(token, weight, limit, claim, now)
   local last = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')
   redis.call('ZADD', queue, (tonumber(last[2]) or 0) + 1, token)

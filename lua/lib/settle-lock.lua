@@ -19,7 +19,7 @@ local function grant(now)
   if not head then return nil end
   local ends = tonumber(redis.call('ZSCORE', expiry, head))
   queue_drop(head)
-  redis.call('SET', lock, head, 'PXAT', ends)
+  redis.call('SET', lock, head, 'PXAT', ends - 1)
   local announcement = (ends - now) .. ' ' .. head
   redis.call('PUBLISH', lock .. ':ch', announcement)
   return announcement

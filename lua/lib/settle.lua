@@ -1,22 +1,22 @@
 -- How a semaphore's full path ends: every key of the id lives exactly until the latest
--- lease or waiter lease it holds ends, and vanishes with it (no sweeper, no garbage; the
--- meta hash can never lapse before a holder it weighs or a waiter it describes). While
--- heavier holders or waiters exist, the marker '~' in the holders set sends the fast paths
--- (semaphore-take.lua, semaphore-return.lua) to the full scripts; it is cleared here once
--- they are gone. The holders set outlives the queue, so the marker cannot lapse before it.
+-- lease or waiter lease it holds ends, and vanishes with it (no sweeper, no garbage). While
+-- waiters exist, the marker '~' in the holders set sends the fast paths (semaphore-take.lua,
+-- semaphore-return.lua) to the full scripts, so that a newcomer never jumps the queue and a
+-- freed permit is handed on; it is cleared here once they are gone, with the waiting room's
+-- keys. The holders set outlives the queue, so the marker cannot lapse before it.
 -- Returns 1 when the marker is set, 0 when not: the store's hint for its next call.
 -- Needs holders.lua and queue.lua.
 local function settle(now)
   local latest = holders_latest()
   local waiters = queue_latest()
+  if waiters and waiters <= now then waiters = nil end
   if waiters and (not latest or waiters > latest) then latest = waiters end
   if not latest or latest <= now then
     redis.call('DEL', holders, meta, queue, expiry)
     return 0
   end
   local at = latest + 1
-  local marked = waiters or redis.call('HEXISTS', meta, '~x') == 1
-  if marked then
+  if waiters then
     redis.call('ZADD', holders, '-inf', '~')
     redis.call('PEXPIREAT', meta, at)
     redis.call('PEXPIREAT', queue, at)
@@ -26,6 +26,6 @@ local function settle(now)
     redis.call('DEL', meta, queue, expiry)
   end
   redis.call('PEXPIREAT', holders, at)
-  if marked then return 1 end
+  if waiters then return 1 end
   return 0
 end

@@ -1,16 +1,22 @@
 -- The full acquire's common case, before any helper is defined (defining them costs each
--- call more than its commands): one permit, nobody waiting, nobody heavier (no marker).
--- The same step as semaphore-take.lua for one token. Expects locals holders, token, limit,
--- lease, claim and now. Returns, except when full with claim > 0: then the caller goes on
--- to the waiting room.
+-- call more than its commands): nobody waiting (no marker). The same step as
+-- semaphore-take.lua for one token. Expects locals holders, token, limit, weight, lease,
+-- claim and now. Returns, except when full with claim > 0: then the caller goes on to the
+-- waiting room.
 local card = redis.call('ZCARD', holders)
-if card >= limit then
+if card + weight > limit then
   redis.call('ZREMRANGEBYSCORE', holders, '(-inf', now)
   card = redis.call('ZCARD', holders)
 end
-if card < limit or redis.call('ZSCORE', holders, token) then
-  redis.call('ZADD', holders, now + lease, token)
-  if card == 0 then
+local fresh = card == 0
+if card + weight <= limit or redis.call('ZSCORE', holders, token) then
+  local members = { now + lease, token }
+  for i = 2, weight do
+    members[#members + 1] = now + lease
+    members[#members + 1] = token .. '~' .. i
+  end
+  redis.call('ZADD', holders, unpack(members))
+  if fresh then
     redis.call('PEXPIREAT', holders, now + lease + 1)
   else
     redis.call('PEXPIREAT', holders, now + lease + 1, 'GT')

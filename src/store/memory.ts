@@ -37,8 +37,20 @@ interface Waiter {
   weight: number;
   /** The limit its call passed: it is granted only within it. */
   limit: number;
-  /** Its waiter lease; a grant reserves its permits until then. */
+  /**
+   * Its waiter lease; a grant reserves its permits until then. A waiter of
+   * this process (`onGrant`) has none to refresh: it stays until its wait ends.
+   */
   expiresAt: number;
+  /** A waiter of this process: granted, it holds a full lease at once and is told here. */
+  local?: LocalWaiter;
+}
+
+/** A waiter of the process the store lives in: a freed permit goes straight to it. */
+export interface LocalWaiter {
+  leaseMs: number;
+  /** Called (synchronously, from the call that freed the permit) with the grant's time; it must only resolve a promise. */
+  onGrant(at: number): void;
 }
 
 interface SemaphoreState {
@@ -47,7 +59,7 @@ interface SemaphoreState {
   used: number;
   /** At most the earliest expiry among holders present: pruning is skipped until it passes. */
   earliest: number;
-  queue: Map<string, Waiter>;
+  queue: Queue;
   /** The id's limit as the store knows it: that of the latest acquire that met or joined the queue. */
   idLimit: number;
   cleanup: unknown;
@@ -56,9 +68,17 @@ interface SemaphoreState {
 interface LockState {
   token: string | undefined;
   expiresAt: number;
-  queue: Map<string, Waiter>;
+  queue: Queue;
   cleanup: unknown;
 }
+
+/** Waiters in ticket order, and at most the earliest waiter lease end among them: pruning waits until it passes. */
+interface Queue {
+  waiters: Map<string, Waiter>;
+  earliest: number;
+}
+
+const newQueue = (): Queue => ({ waiters: new Map(), earliest: Number.POSITIVE_INFINITY });
 
 const DEFAULT_WAITER_LEASE_MS = 5000;
 
@@ -99,37 +119,80 @@ function holdersNext(state: SemaphoreState, now: number): number {
 
 // ---- queue (lua/lib/queue.lua) ----
 
-/** Waiters whose process stopped refreshing them leave the queue. */
-function queuePrune(queue: Map<string, Waiter>, now: number): void {
-  for (const [token, waiter] of queue) if (waiter.expiresAt <= now) queue.delete(token);
+/** Waiters whose process stopped refreshing them (or whose wait ended) leave the queue. */
+function queuePrune(queue: Queue, now: number): void {
+  if (queue.earliest > now) return;
+  let earliest = Number.POSITIVE_INFINITY;
+  for (const [token, waiter] of queue.waiters) {
+    if (waiter.expiresAt <= now) queue.waiters.delete(token);
+    else earliest = Math.min(earliest, waiter.expiresAt);
+  }
+  queue.earliest = earliest;
 }
 
-function queueRefresh(queue: Map<string, Waiter>, tokens: readonly string[], claimMs: number, now: number): void {
+/** Moves a waiter's lease end (a shorter claim window can bring it forward: pruning must see that). */
+function queueTouch(queue: Queue, waiter: Waiter, expiresAt: number): void {
+  if (waiter.local !== undefined) return;
+  waiter.expiresAt = expiresAt;
+  queue.earliest = Math.min(queue.earliest, expiresAt);
+}
+
+function queueRefresh(queue: Queue, tokens: readonly string[], claimMs: number, now: number): void {
   for (const token of tokens) {
-    const waiter = queue.get(token);
-    if (waiter !== undefined) waiter.expiresAt = now + claimMs;
+    const waiter = queue.waiters.get(token);
+    if (waiter !== undefined) queueTouch(queue, waiter, now + claimMs);
   }
+}
+
+function queueAdd(queue: Queue, token: string, waiter: Waiter): void {
+  queue.waiters.set(token, waiter);
+  queue.earliest = Math.min(queue.earliest, waiter.expiresAt);
 }
 
 /** Joins the queue, refuses, or says the queue is full (lua/semaphore-acquire.lua's tail). */
 function queueJoin(
-  queue: Map<string, Waiter>,
+  queue: Queue,
   token: string,
-  waiter: { weight: number; limit: number },
+  weight: number,
+  limit: number,
   now: number,
   options: QueueOptions | undefined,
   retryAfterMs: number,
 ): AcquireReply {
   if (options === undefined) return { acquired: false, retryAfterMs };
-  if (options.maxQueue > 0 && queue.size >= options.maxQueue) return { acquired: false, queueFull: true, retryAfterMs };
-  queue.set(token, { ...waiter, expiresAt: now + options.claimMs });
+  if (options.maxQueue > 0 && queue.waiters.size >= options.maxQueue) return { acquired: false, queueFull: true, retryAfterMs };
+  queueAdd(queue, token, { weight, limit, expiresAt: now + options.claimMs });
   return { acquired: false, queued: true, retryAfterMs };
+}
+
+/** What a local wait joins with: the wait's end stands for the waiter lease. */
+interface LocalJoin extends LocalWaiter {
+  until: number;
+  maxQueue: number;
 }
 
 /** Whole ms until `at`, at least 1 (and 1 when nothing is due). */
 function untilMs(at: number, now: number): number {
   return Number.isFinite(at) ? Math.max(1, Math.ceil(at - now)) : 1;
 }
+
+/**
+ * What the embedded store offers the engine beyond the {@link Store}
+ * contract: answers at once, without a promise, and a queue that hands a
+ * freed permit straight to a waiter of this process (no grant to announce and
+ * claim: the waiter is alive, it is in this process). `kind` picks the
+ * primitive; a lock ignores `limit` and `weight`.
+ */
+export interface LocalStore extends Store {
+  takeNow(kind: Kind, key: string, token: string, limit: number, weight: number, leaseMs: number): AcquireReply;
+  /** Takes at once, or queues as a waiter of this process until `join.until` (then `onGrant`), or refuses / is full. */
+  waitNow(kind: Kind, key: string, token: string, limit: number, weight: number, join: LocalJoin): AcquireReply;
+  leaveNow(kind: Kind, key: string, token: string): void;
+  extendNow(kind: Kind, key: string, token: string, leaseMs: number): boolean;
+  releaseNow(kind: Kind, key: string, token: string): boolean;
+}
+
+type Kind = "semaphore" | "lock";
 
 /**
  * The embedded store: the same semantics as Redis (lease expiry, pruning,
@@ -140,8 +203,9 @@ function untilMs(at: number, now: number): number {
  * nor keep a process alive, at the latest expiry they hold, as Redis expires
  * keys; a released entry is not dropped at once: a busy id that empties
  * between requests would otherwise be rebuilt, with a timer, on every request.
+ * The Store methods are the synchronous cores wrapped in a promise.
  */
-class MemoryStore implements Store {
+class MemoryStore implements LocalStore {
   readonly kind = "memory";
   readonly #semaphores = new Map<string, SemaphoreState>();
   readonly #locks = new Map<string, LockState>();
@@ -152,6 +216,8 @@ class MemoryStore implements Store {
     readonly clock: MemoryClock,
   ) {}
 
+  // ---- the Store contract ----
+
   async semaphoreAcquire(
     key: string,
     token: string,
@@ -160,61 +226,15 @@ class MemoryStore implements Store {
     leaseMs: number,
     queue?: QueueOptions,
   ): Promise<AcquireReply> {
-    const now = this.clock.now();
-    const state = this.#semaphore(key);
-    holdersPrune(state, now);
-    if (state.queue.size > 0) {
-      queuePrune(state.queue, now);
-      // This caller's limit is now the id's limit as the store knows it, for the grants below.
-      state.idLimit = limit;
-      this.#grantSemaphore(key, state, now);
-    }
-    let reply: AcquireReply;
-    const held = state.holders.get(token);
-    const waiter = state.queue.get(token);
-    if (held !== undefined) {
-      // A re-sent acquire, or a waiter claiming its grant: refresh, never count twice.
-      held.expiresAt = now + leaseMs;
-      state.earliest = Math.min(state.earliest, held.expiresAt);
-      reply = { acquired: true, retryAfterMs: 0 };
-    } else if (waiter !== undefined) {
-      waiter.expiresAt = now + (queue?.claimMs ?? 0);
-      reply = { acquired: false, queued: true, retryAfterMs: holdersNext(state, now) };
-    } else if (state.queue.size === 0 && state.used + weight <= limit) {
-      // A newcomer never jumps a non-empty queue.
-      holdersAdd(state, token, weight, now + leaseMs);
-      reply = { acquired: true, retryAfterMs: 0 };
-    } else {
-      reply = queueJoin(state.queue, token, { weight, limit }, now, queue, holdersNext(state, now));
-      if (reply.queued === true) state.idLimit = limit;
-    }
-    this.#expireSemaphore(key, state);
-    return reply;
+    return this.#semaphoreAcquire(key, token, limit, weight, leaseMs, queue, undefined);
   }
 
   async semaphoreExtend(key: string, token: string, leaseMs: number): Promise<boolean> {
-    const now = this.clock.now();
-    const state = this.#semaphores.get(key);
-    const held = state?.holders.get(token);
-    if (state === undefined || held === undefined || held.expiresAt <= now) return false;
-    held.expiresAt = now + leaseMs;
-    // An extend may shorten a lease below the recorded earliest expiry.
-    state.earliest = Math.min(state.earliest, held.expiresAt);
-    this.#expireSemaphore(key, state);
-    return true;
+    return this.extendNow("semaphore", key, token, leaseMs);
   }
 
   async semaphoreRelease(key: string, token: string): Promise<boolean> {
-    const now = this.clock.now();
-    const state = this.#semaphores.get(key);
-    if (state === undefined) return false;
-    const held = holdersRemove(state, token);
-    holdersPrune(state, now);
-    if (state.queue.size > 0) {
-      queuePrune(state.queue, now);
-      this.#grantSemaphore(key, state, now);
-    }
-    return held !== undefined && held.expiresAt > now;
+    return this.releaseNow("semaphore", key, token);
   }
 
   async semaphoreCount(key: string): Promise<number> {
@@ -233,7 +253,7 @@ class MemoryStore implements Store {
       holders++;
     }
     let waiting = 0;
-    for (const waiter of state.queue.values()) if (waiter.expiresAt > now) waiting++;
+    for (const waiter of state.queue.waiters.values()) if (waiter.expiresAt > now) waiting++;
     return { used, holders, waiting };
   }
 
@@ -250,14 +270,7 @@ class MemoryStore implements Store {
   }
 
   async semaphoreLeave(key: string, token: string): Promise<void> {
-    const now = this.clock.now();
-    const state = this.#semaphores.get(key);
-    if (state === undefined) return;
-    holdersRemove(state, token);
-    state.queue.delete(token);
-    holdersPrune(state, now);
-    queuePrune(state.queue, now);
-    this.#grantSemaphore(key, state, now);
+    this.leaveNow("semaphore", key, token);
   }
 
   async semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
@@ -271,52 +284,21 @@ class MemoryStore implements Store {
     this.#grantSemaphore(key, state, now);
     this.#expireSemaphore(key, state);
     return {
-      statuses: tokens.map((token) => (state.holders.has(token) ? "held" : state.queue.has(token) ? "waiting" : "gone")),
+      statuses: tokens.map((token) => (state.holders.has(token) ? "held" : state.queue.waiters.has(token) ? "waiting" : "gone")),
       retryAfterMs: holdersNext(state, now),
     };
   }
 
   async lockAcquire(key: string, token: string, ttlMs: number, queue?: QueueOptions): Promise<AcquireReply> {
-    const now = this.clock.now();
-    const state = this.#lock(key);
-    this.#settleLock(key, state, now);
-    let reply: AcquireReply;
-    const waiter = state.queue.get(token);
-    if (state.token === token) {
-      // A re-sent acquire, or a waiter claiming its grant.
-      state.expiresAt = now + ttlMs;
-      reply = { acquired: true, retryAfterMs: 0 };
-    } else if (waiter !== undefined) {
-      waiter.expiresAt = now + (queue?.claimMs ?? 0);
-      reply = { acquired: false, queued: true, retryAfterMs: lockNext(state, now) };
-    } else if (state.token === undefined && state.queue.size === 0) {
-      state.token = token;
-      state.expiresAt = now + ttlMs;
-      reply = { acquired: true, retryAfterMs: 0 };
-    } else {
-      reply = queueJoin(state.queue, token, { weight: 1, limit: 1 }, now, queue, lockNext(state, now));
-    }
-    this.#expireLock(key, state);
-    return reply;
+    return this.#lockAcquire(key, token, ttlMs, queue, undefined);
   }
 
   async lockExtend(key: string, token: string, ttlMs: number): Promise<boolean> {
-    const now = this.clock.now();
-    const state = this.#locks.get(key);
-    if (state === undefined || state.token !== token || state.expiresAt <= now) return false;
-    state.expiresAt = now + ttlMs;
-    this.#expireLock(key, state);
-    return true;
+    return this.extendNow("lock", key, token, ttlMs);
   }
 
   async lockRelease(key: string, token: string): Promise<boolean> {
-    const now = this.clock.now();
-    const state = this.#locks.get(key);
-    if (state === undefined) return false;
-    const ours = state.token === token && state.expiresAt > now;
-    if (state.token === token) state.token = undefined;
-    this.#settleLock(key, state, now);
-    return ours;
+    return this.releaseNow("lock", key, token);
   }
 
   async lockStats(key: string): Promise<LockStats> {
@@ -338,11 +320,7 @@ class MemoryStore implements Store {
   }
 
   async lockLeave(key: string, token: string): Promise<void> {
-    const state = this.#locks.get(key);
-    if (state === undefined) return;
-    if (state.token === token) state.token = undefined;
-    state.queue.delete(token);
-    this.#settleLock(key, state, this.clock.now());
+    this.leaveNow("lock", key, token);
   }
 
   async lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
@@ -354,7 +332,7 @@ class MemoryStore implements Store {
     this.#settleLock(key, state, now);
     this.#expireLock(key, state);
     return {
-      statuses: tokens.map((token) => (state.token === token ? "held" : state.queue.has(token) ? "waiting" : "gone")),
+      statuses: tokens.map((token) => (state.token === token ? "held" : state.queue.waiters.has(token) ? "waiting" : "gone")),
       retryAfterMs: lockNext(state, now),
     };
   }
@@ -372,11 +350,168 @@ class MemoryStore implements Store {
     };
   }
 
+  // ---- what the engine calls on the embedded store: at once ----
+
+  takeNow(kind: Kind, key: string, token: string, limit: number, weight: number, leaseMs: number): AcquireReply {
+    return kind === "semaphore"
+      ? this.#semaphoreAcquire(key, token, limit, weight, leaseMs, undefined, undefined)
+      : this.#lockAcquire(key, token, leaseMs, undefined, undefined);
+  }
+
+  waitNow(kind: Kind, key: string, token: string, limit: number, weight: number, join: LocalJoin): AcquireReply {
+    return kind === "semaphore"
+      ? this.#semaphoreAcquire(key, token, limit, weight, join.leaseMs, undefined, join)
+      : this.#lockAcquire(key, token, join.leaseMs, undefined, join);
+  }
+
+  leaveNow(kind: Kind, key: string, token: string): void {
+    const now = this.clock.now();
+    if (kind === "lock") {
+      const state = this.#locks.get(key);
+      if (state === undefined) return;
+      if (state.token === token) state.token = undefined;
+      state.queue.waiters.delete(token);
+      this.#settleLock(key, state, now);
+      return;
+    }
+    const state = this.#semaphores.get(key);
+    if (state === undefined) return;
+    holdersRemove(state, token);
+    state.queue.waiters.delete(token);
+    holdersPrune(state, now);
+    queuePrune(state.queue, now);
+    this.#grantSemaphore(key, state, now);
+  }
+
+  extendNow(kind: Kind, key: string, token: string, leaseMs: number): boolean {
+    const now = this.clock.now();
+    if (kind === "lock") {
+      const state = this.#locks.get(key);
+      if (state === undefined || state.token !== token || state.expiresAt <= now) return false;
+      state.expiresAt = now + leaseMs;
+      this.#expireLock(key, state);
+      return true;
+    }
+    const state = this.#semaphores.get(key);
+    const held = state?.holders.get(token);
+    if (state === undefined || held === undefined || held.expiresAt <= now) return false;
+    held.expiresAt = now + leaseMs;
+    // An extend may shorten a lease below the recorded earliest expiry.
+    state.earliest = Math.min(state.earliest, held.expiresAt);
+    this.#expireSemaphore(key, state);
+    return true;
+  }
+
+  releaseNow(kind: Kind, key: string, token: string): boolean {
+    const now = this.clock.now();
+    if (kind === "lock") {
+      const state = this.#locks.get(key);
+      if (state === undefined) return false;
+      const ours = state.token === token && state.expiresAt > now;
+      if (state.token === token) state.token = undefined;
+      this.#settleLock(key, state, now);
+      return ours;
+    }
+    const state = this.#semaphores.get(key);
+    if (state === undefined) return false;
+    const held = holdersRemove(state, token);
+    holdersPrune(state, now);
+    if (state.queue.waiters.size > 0) {
+      queuePrune(state.queue, now);
+      this.#grantSemaphore(key, state, now);
+    }
+    return held !== undefined && held.expiresAt > now;
+  }
+
   /** The ids this store keeps state for, and whether each has its clean-up timer: for the model-based suite. */
   debugIds(): { semaphores: [string, boolean][]; locks: [string, boolean][] } {
     const ids = (map: Map<string, { cleanup: unknown }>): [string, boolean][] =>
       [...map].map(([key, state]) => [key, state.cleanup !== undefined]);
     return { semaphores: ids(this.#semaphores), locks: ids(this.#locks) };
+  }
+
+  // ---- the acquire steps (lua/semaphore-acquire.lua, lua/lock-acquire.lua) ----
+
+  #semaphoreAcquire(
+    key: string,
+    token: string,
+    limit: number,
+    weight: number,
+    leaseMs: number,
+    queue: QueueOptions | undefined,
+    local: LocalJoin | undefined,
+  ): AcquireReply {
+    const now = this.clock.now();
+    const state = this.#semaphore(key);
+    holdersPrune(state, now);
+    if (state.queue.waiters.size > 0) {
+      queuePrune(state.queue, now);
+      // This caller's limit is now the id's limit as the store knows it, for the grants below.
+      state.idLimit = limit;
+      this.#grantSemaphore(key, state, now);
+    }
+    let reply: AcquireReply;
+    const held = state.holders.get(token);
+    const waiter = state.queue.waiters.get(token);
+    if (held !== undefined) {
+      // A re-sent acquire, or a waiter claiming its grant: refresh, never count twice.
+      held.expiresAt = now + leaseMs;
+      state.earliest = Math.min(state.earliest, held.expiresAt);
+      reply = { acquired: true, retryAfterMs: 0 };
+    } else if (waiter !== undefined) {
+      queueTouch(state.queue, waiter, now + (queue?.claimMs ?? 0));
+      reply = { acquired: false, queued: true, retryAfterMs: holdersNext(state, now) };
+    } else if (state.queue.waiters.size === 0 && state.used + weight <= limit) {
+      // A newcomer never jumps a non-empty queue.
+      holdersAdd(state, token, weight, now + leaseMs);
+      reply = { acquired: true, retryAfterMs: 0 };
+    } else if (local !== undefined) {
+      reply = this.#joinLocally(state.queue, token, weight, limit, local, holdersNext(state, now));
+      if (reply.queued === true) state.idLimit = limit;
+    } else {
+      reply = queueJoin(state.queue, token, weight, limit, now, queue, holdersNext(state, now));
+      if (reply.queued === true) state.idLimit = limit;
+    }
+    this.#expireSemaphore(key, state);
+    return reply;
+  }
+
+  #lockAcquire(
+    key: string,
+    token: string,
+    ttlMs: number,
+    queue: QueueOptions | undefined,
+    local: LocalJoin | undefined,
+  ): AcquireReply {
+    const now = this.clock.now();
+    const state = this.#lock(key);
+    this.#settleLock(key, state, now);
+    let reply: AcquireReply;
+    const waiter = state.queue.waiters.get(token);
+    if (state.token === token) {
+      // A re-sent acquire, or a waiter claiming its grant.
+      state.expiresAt = now + ttlMs;
+      reply = { acquired: true, retryAfterMs: 0 };
+    } else if (waiter !== undefined) {
+      queueTouch(state.queue, waiter, now + (queue?.claimMs ?? 0));
+      reply = { acquired: false, queued: true, retryAfterMs: lockNext(state, now) };
+    } else if (state.token === undefined && state.queue.waiters.size === 0) {
+      state.token = token;
+      state.expiresAt = now + ttlMs;
+      reply = { acquired: true, retryAfterMs: 0 };
+    } else if (local !== undefined) {
+      reply = this.#joinLocally(state.queue, token, 1, 1, local, lockNext(state, now));
+    } else {
+      reply = queueJoin(state.queue, token, 1, 1, now, queue, lockNext(state, now));
+    }
+    this.#expireLock(key, state);
+    return reply;
+  }
+
+  #joinLocally(queue: Queue, token: string, weight: number, limit: number, join: LocalJoin, retryAfterMs: number): AcquireReply {
+    if (join.maxQueue > 0 && queue.waiters.size >= join.maxQueue) return { acquired: false, queueFull: true, retryAfterMs };
+    queueAdd(queue, token, { weight, limit, expiresAt: join.until, local: { leaseMs: join.leaseMs, onGrant: join.onGrant } });
+    return { acquired: false, queued: true, retryAfterMs };
   }
 
   // ---- per-id state ----
@@ -388,7 +523,7 @@ class MemoryStore implements Store {
         holders: new Map(),
         used: 0,
         earliest: Number.POSITIVE_INFINITY,
-        queue: new Map(),
+        queue: newQueue(),
         idLimit: 0,
         cleanup: undefined,
       };
@@ -400,7 +535,7 @@ class MemoryStore implements Store {
   #lock(key: string): LockState {
     let state = this.#locks.get(key);
     if (state === undefined) {
-      state = { token: undefined, expiresAt: 0, queue: new Map(), cleanup: undefined };
+      state = { token: undefined, expiresAt: 0, queue: newQueue(), cleanup: undefined };
       this.#locks.set(key, state);
     }
     return state;
@@ -408,38 +543,49 @@ class MemoryStore implements Store {
 
   /**
    * Admits waiters from the head, in ticket order, while the permits held, theirs
-   * included, fit within both their own limit and the id's (lua/lib/grant-semaphore.lua).
-   * A grant reserves the permits until the waiter's own lease ends.
+   * included, fit within both their own limit and the id's (lua/lib/grant.lua).
+   * A grant reserves the permits until the waiter's own lease ends; a waiter of
+   * this process gets its full lease at once and is told directly.
    */
   #grantSemaphore(key: string, state: SemaphoreState, now: number): void {
-    const granted: string[] = [];
+    let granted: string[] | undefined;
+    let told: LocalWaiter[] | undefined;
     let reservedMs = Number.POSITIVE_INFINITY;
-    for (const [token, waiter] of state.queue) {
+    for (const [token, waiter] of state.queue.waiters) {
       if (state.used + waiter.weight > Math.min(waiter.limit, state.idLimit)) break;
-      state.queue.delete(token);
+      state.queue.waiters.delete(token);
+      if (waiter.local !== undefined) {
+        holdersAdd(state, token, waiter.weight, now + waiter.local.leaseMs);
+        told ??= [];
+        told.push(waiter.local);
+        continue;
+      }
       holdersAdd(state, token, waiter.weight, waiter.expiresAt);
+      granted ??= [];
       granted.push(token);
       reservedMs = Math.min(reservedMs, waiter.expiresAt - now);
     }
-    if (granted.length === 0) return;
+    if (granted === undefined && told === undefined) return;
     this.#expireSemaphore(key, state);
-    this.#announce(key, { tokens: granted, reservedMs: Math.max(1, Math.ceil(reservedMs)) });
+    if (granted !== undefined) this.#announce(key, { tokens: granted, reservedMs: Math.max(1, Math.ceil(reservedMs)) });
+    if (told !== undefined) for (const local of told) local.onGrant(now);
   }
 
-  /** Drops a lapsed holder and lapsed waiters, then hands a free lock to the head waiter (lua/lib/grant-lock.lua). */
+  /** Drops a lapsed holder and lapsed waiters, then hands a free lock to the head waiter (lua/lib/settle-lock.lua). */
   #settleLock(key: string, state: LockState, now: number): void {
     if (state.token !== undefined && state.expiresAt <= now) state.token = undefined;
-    if (state.queue.size === 0) return;
+    if (state.queue.waiters.size === 0) return;
     queuePrune(state.queue, now);
     if (state.token !== undefined) return;
-    const head = state.queue.entries().next();
+    const head = state.queue.waiters.entries().next();
     if (head.done === true) return;
     const [token, waiter] = head.value;
-    state.queue.delete(token);
+    state.queue.waiters.delete(token);
     state.token = token;
-    state.expiresAt = waiter.expiresAt;
+    state.expiresAt = waiter.local === undefined ? waiter.expiresAt : now + waiter.local.leaseMs;
     this.#expireLock(key, state);
-    this.#announce(key, { tokens: [token], reservedMs: Math.max(1, Math.ceil(waiter.expiresAt - now)) });
+    if (waiter.local !== undefined) waiter.local.onGrant(now);
+    else this.#announce(key, { tokens: [token], reservedMs: Math.max(1, Math.ceil(waiter.expiresAt - now)) });
   }
 
   #announce(key: string, grant: Grant): void {
@@ -454,43 +600,39 @@ class MemoryStore implements Store {
   // ---- expiry: the state of an id vanishes with the last thing it holds, as Redis keys do ----
 
   #expireSemaphore(key: string, state: SemaphoreState): void {
-    this.#expire(
-      state,
-      () => {
-        const now = this.clock.now();
-        holdersPrune(state, now);
-        queuePrune(state.queue, now);
-        if (state.holders.size > 0 || state.queue.size > 0) return latestOf(state.holders.values(), state.queue.values());
-        if (this.#semaphores.get(key) === state) this.#semaphores.delete(key);
-        return undefined;
-      },
-      latestOf(state.holders.values(), state.queue.values()),
-    );
+    if (state.cleanup !== undefined) return;
+    this.#expire(state, () => {
+      const now = this.clock.now();
+      holdersPrune(state, now);
+      queuePrune(state.queue, now);
+      if (state.holders.size > 0 || state.queue.waiters.size > 0) {
+        return latestOf(state.holders.values(), state.queue.waiters.values());
+      }
+      if (this.#semaphores.get(key) === state) this.#semaphores.delete(key);
+      return undefined;
+    });
   }
 
   #expireLock(key: string, state: LockState): void {
-    const latest = (): number => latestOf(state.token === undefined ? [] : [state], state.queue.values());
-    this.#expire(
-      state,
-      () => {
-        const now = this.clock.now();
-        if (state.token !== undefined && state.expiresAt <= now) state.token = undefined;
-        queuePrune(state.queue, now);
-        if (state.token !== undefined || state.queue.size > 0) return latest();
-        if (this.#locks.get(key) === state) this.#locks.delete(key);
-        return undefined;
-      },
-      latest(),
-    );
+    if (state.cleanup !== undefined) return;
+    const latest = (): number => latestOf(state.token === undefined ? [] : [state], state.queue.waiters.values());
+    this.#expire(state, () => {
+      const now = this.clock.now();
+      if (state.token !== undefined && state.expiresAt <= now) state.token = undefined;
+      queuePrune(state.queue, now);
+      if (state.token !== undefined || state.queue.waiters.size > 0) return latest();
+      if (this.#locks.get(key) === state) this.#locks.delete(key);
+      return undefined;
+    });
   }
 
   /**
-   * One timer per id, at the latest expiry it holds; when it fires, `sweep`
-   * drops the id if idle or names the next latest expiry. A timer may fire
-   * early against the clock: then the id is simply rescheduled.
+   * One timer per id, at the latest expiry it holds (`sweep` names it, and
+   * drops the id once idle). Armed on the id's first use, it fires, finds
+   * the id busy, and re-arms at the latest expiry then; a timer may also
+   * fire early against the clock and simply re-arm.
    */
-  #expire(state: { cleanup: unknown }, sweep: () => number | undefined, latest: number): void {
-    if (state.cleanup !== undefined) return;
+  #expire(state: { cleanup: unknown }, sweep: () => number | undefined): void {
     const arm = (at: number): void => {
       state.cleanup = this.clock.setTimeout(
         () => {
@@ -501,7 +643,8 @@ class MemoryStore implements Store {
         Math.max(1, Math.ceil(at - this.clock.now()) + 1),
       );
     };
-    arm(latest);
+    const next = sweep();
+    if (next !== undefined) arm(next);
   }
 }
 
@@ -515,8 +658,8 @@ function latestOf(...groups: Iterable<{ expiresAt: number }>[]): number {
   return latest;
 }
 
-function inspectQueue(queue: Map<string, Waiter>, now: number): Inspection["waiters"] {
-  return [...queue]
+function inspectQueue(queue: Queue, now: number): Inspection["waiters"] {
+  return [...queue.waiters]
     .filter(([, waiter]) => waiter.expiresAt > now)
     .map(([token, waiter]) => ({ token, weight: waiter.weight, expiresInMs: Math.ceil(waiter.expiresAt - now) }));
 }
@@ -566,8 +709,8 @@ export interface MemoryStoreOptions {
   waiterLeaseMs?: number;
 }
 
-/** True for the embedded store (not for wrappers around it). */
-export function isMemoryStore(store: Store): boolean {
+/** True for the embedded store (not for wrappers around it): the engine may call it at once. */
+export function isMemoryStore(store: Store): store is LocalStore {
   return store instanceof MemoryStore;
 }
 

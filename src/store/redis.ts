@@ -108,25 +108,20 @@ function flag(reply: unknown, script: Script): boolean {
 }
 
 /**
- * A fast path's reply for `count` items: `{-1}` (the id has waiters or heavier
- * holders: take the full path) becomes `undefined` for each; otherwise one 0/1
- * per item, then `tail` numbers.
+ * A fast path's reply for `count` items: `{-1}` (the id has waiters: take the
+ * full path) becomes `undefined` for each; otherwise one number per item, as
+ * `valid` allows.
  */
-function perItem(
-  reply: unknown,
-  count: number,
-  tail: number,
-  script: Script,
-): { flags: (boolean | undefined)[]; tail: number[] } {
+function perItem(reply: unknown, count: number, valid: (n: number) => boolean, script: Script): (number | undefined)[] {
   if (Array.isArray(reply)) {
-    if (reply.length === 1 && reply[0] === -1) return { flags: new Array(count).fill(undefined), tail: [] };
-    if (reply.length === count + tail && reply.every((n) => typeof n === "number")) {
-      const flags = reply.slice(0, count);
-      if (flags.every((n) => n === 0 || n === 1)) return { flags: flags.map((n) => n === 1), tail: reply.slice(count) };
-    }
+    if (reply.length === 1 && reply[0] === -1) return new Array(count).fill(undefined);
+    if (reply.length === count && reply.every((n) => typeof n === "number" && valid(n))) return reply as number[];
   }
   throw unexpected(reply, script);
 }
+
+const isFlagNumber = (n: number): boolean => n === 0 || n === 1;
+const isWholeMs = (n: number): boolean => Number.isSafeInteger(n) && n >= 0;
 
 const WAITER_STATUS: Record<number, WaiterStatus> = { 0: "gone", 1: "held", 2: "waiting" };
 
@@ -176,17 +171,23 @@ const lockKeys = (key: string): string[] => [key, `${key}:q`, `${key}:qe`];
 /** Where grants on a key are announced (the scripts derive the same name). */
 const channelOf = (key: string): string => `${key}:ch`;
 
-/** A coalescing group's name: two numbers, then the key (which may hold spaces). */
-function fields(group: string): [string, string, string] {
-  const first = group.indexOf(" ");
-  const second = group.indexOf(" ", first + 1);
-  return [group.slice(0, first), group.slice(first + 1, second), group.slice(second + 1)];
-}
-
 /** In-flight calls of one kind on one id from which further calls are gathered into one. */
 const COALESCE_FROM = 2;
-/** Ids remembered as having waiters or heavier holders; past this, forgetting costs one round trip. */
+/** Ids remembered as having waiters; past this, forgetting costs one round trip. */
 const CONTENDED_IDS = 10_000;
+
+interface Take {
+  token: string;
+  limit: number;
+  weight: number;
+  leaseMs: number;
+}
+
+interface Renewal {
+  token: string;
+  leaseMs: number;
+  weight: number;
+}
 
 class RedisLeaseStore implements RedisStore {
   readonly kind = "redis";
@@ -196,13 +197,15 @@ class RedisLeaseStore implements RedisStore {
   // A plain field, not #private: wrappers made with Object.create(store) must keep working.
   private readonly scripts: Scripts;
   /**
-   * Ids whose fast path last answered "waiters or heavier holders here": their weight-1
-   * releases go straight to the full script rather than trying the fast one first.
+   * Ids whose fast path last answered "waiters here": their fail-fast acquires
+   * and releases go straight to the full script rather than trying the fast one
+   * first. Only a hint: the fast scripts check for waiters themselves.
    */
   private readonly contended = new Set<string>();
-  private readonly takes: Coalescer<string, boolean | number | undefined>;
-  private readonly returns: Coalescer<string, boolean | undefined>;
-  private readonly extends: Coalescer<string, boolean>;
+  // One group per id: the calls of one turn go out in the order they were made.
+  private readonly takes: Coalescer<Take, number | undefined>;
+  private readonly returns: Coalescer<{ token: string; weight: number }, number | undefined>;
+  private readonly extends: Coalescer<Renewal, number | undefined>;
 
   constructor(
     readonly client: RedisClient,
@@ -211,33 +214,24 @@ class RedisLeaseStore implements RedisStore {
     table: Scripts,
   ) {
     this.scripts = table;
-    // Groups are "<limit> <lease> <key>": one batch shares the limit and lease of its calls.
-    this.takes = new Coalescer(COALESCE_FROM, async (group, tokens) => {
-      const [limit, lease, key] = fields(group);
+    this.takes = new Coalescer(COALESCE_FROM, async (key, calls) => {
       const script = this.scripts.semaphoreTake;
-      const { flags, tail } = perItem(
-        await runScript(this.client, script, [key], [limit, lease, ...tokens]),
-        tokens.length,
-        1,
-        script,
-      );
-      this.#contention(key, flags[0] === undefined);
-      // A refusal answers with the ms until the nearest lease ends.
-      return flags.map((held) => (held === false ? (tail[0] as number) : held));
+      const args = calls.flatMap((call) => [call.token, call.limit, call.weight, call.leaseMs]);
+      const replies = perItem(await runScript(this.client, script, [key], args), calls.length, isWholeMs, script);
+      this.#contention(key, replies[0] === undefined);
+      return replies;
     });
-    this.returns = new Coalescer(COALESCE_FROM, async (key, tokens) => {
+    this.returns = new Coalescer(COALESCE_FROM, async (key, leases) => {
       const script = this.scripts.semaphoreReturn;
-      const { flags } = perItem(await runScript(this.client, script, [key], tokens), tokens.length, 0, script);
-      this.#contention(key, flags[0] === undefined);
-      return flags;
+      const args = leases.flatMap((lease) => [lease.token, lease.weight]);
+      const replies = perItem(await runScript(this.client, script, [key], args), leases.length, isFlagNumber, script);
+      this.#contention(key, replies[0] === undefined);
+      return replies;
     });
-    // Groups are "<lease> <heavy> <key>": a heavier lease keeps the meta hash alive too.
-    this.extends = new Coalescer(COALESCE_FROM, async (group, tokens) => {
-      const [lease, heavy, key] = fields(group);
+    this.extends = new Coalescer(COALESCE_FROM, async (key, renewals) => {
       const script = this.scripts.semaphoreExtend;
-      const keys = heavy === "1" ? [key, `${key}:m`] : [key];
-      const { flags } = perItem(await runScript(this.client, script, keys, [lease, ...tokens]), tokens.length, 0, script);
-      return flags as boolean[];
+      const args = renewals.flatMap((renewal) => [renewal.token, renewal.leaseMs, renewal.weight]);
+      return perItem(await runScript(this.client, script, [key], args), renewals.length, isFlagNumber, script);
     });
   }
 
@@ -258,11 +252,11 @@ class RedisLeaseStore implements RedisStore {
     leaseMs: number,
     queue?: QueueOptions,
   ): Promise<AcquireReply> {
-    if (weight === 1 && queue === undefined && !this.contended.has(key)) {
-      // Almost every request: one declared key, gathered with others of the same turn.
-      const taken = await this.takes.call(`${limit} ${leaseMs} ${key}`, token);
-      if (taken === true) return { acquired: true, retryAfterMs: 0 };
-      if (typeof taken === "number") return { acquired: false, retryAfterMs: taken };
+    if (queue === undefined && !this.contended.has(key)) {
+      // Almost every request: one declared key, gathered with the others of the same turn on this id.
+      const refusedFor = await this.takes.call(key, { token, limit, weight, leaseMs });
+      if (refusedFor === 0) return { acquired: true, retryAfterMs: 0 };
+      if (refusedFor !== undefined) return { acquired: false, retryAfterMs: refusedFor };
     }
     const script = this.scripts.semaphoreAcquire;
     const args = [token, limit, weight, leaseMs, queue?.claimMs ?? 0, queue?.maxQueue ?? 0];
@@ -273,16 +267,18 @@ class RedisLeaseStore implements RedisStore {
   }
 
   async semaphoreExtend(key: string, token: string, leaseMs: number, weight?: number): Promise<boolean> {
-    return this.extends.call(`${leaseMs} ${weight !== undefined && weight > 1 ? 1 : 0} ${key}`, token);
+    // Weight 0: not known, the script counts the lease's permits itself.
+    const extended = await this.extends.call(key, { token, leaseMs, weight: weight ?? 0 });
+    return extended === 1;
   }
 
   async semaphoreRelease(key: string, token: string, weight?: number): Promise<boolean> {
-    if (weight === 1 && !this.contended.has(key)) {
-      const returned = await this.returns.call(key, token);
-      if (returned !== undefined) return returned;
+    if (weight !== undefined && !this.contended.has(key)) {
+      const returned = await this.returns.call(key, { token, weight });
+      if (returned !== undefined) return returned === 1;
     }
     const script = this.scripts.semaphoreRelease;
-    const reply = await runScript(this.client, script, semaphoreKeys(key), [token]);
+    const reply = await runScript(this.client, script, semaphoreKeys(key), [token, weight ?? 0]);
     if (Array.isArray(reply) && (reply.length === 2 || reply.length === 3) && (reply[1] === 0 || reply[1] === 1)) {
       this.#contention(key, reply[1] === 1);
       if (typeof reply[2] === "string") this.#announced(key, reply[2]);

@@ -31,6 +31,18 @@ export interface ModelWaiter {
   weight: number;
   limit: number;
   expiresAt: number;
+  /**
+   * A waiter of the memory store's own process (its `waitNow`): no waiter
+   * lease to refresh (it stays until its wait ends, `expiresAt`), and a grant
+   * gives it a full lease of this length at once, told rather than announced.
+   */
+  localLeaseMs?: number;
+}
+
+/** A grant to a waiter of the store's own process: who, and when. */
+export interface Told {
+  token: string;
+  at: number;
 }
 
 export interface AcquireAnswer {
@@ -60,6 +72,8 @@ export class SemaphoreModel {
   idLimit = 0;
   /** Every grant made, in order: what the stores must announce. */
   readonly grants: Announced[] = [];
+  /** Every grant to a waiter of the store's own process, in order. */
+  readonly told: Told[] = [];
   /** Admissions that broke the rule "held, own included, within the caller's limit": must stay empty. */
   readonly violations: string[] = [];
 
@@ -95,8 +109,13 @@ export class SemaphoreModel {
       const cap = Math.min(head.limit, this.idLimit);
       if (used + head.weight > cap) break;
       this.queue.shift();
-      this.#admit(head.token, { expiresAt: head.expiresAt, weight: head.weight, limit: cap }, cap);
       used += head.weight;
+      if (head.localLeaseMs !== undefined) {
+        this.#admit(head.token, { expiresAt: now + head.localLeaseMs, weight: head.weight, limit: cap }, cap);
+        this.told.push({ token: head.token, at: now });
+        continue;
+      }
+      this.#admit(head.token, { expiresAt: head.expiresAt, weight: head.weight, limit: cap }, cap);
       granted.push(head.token);
       reservedMs = Math.min(reservedMs, head.expiresAt - now);
     }
@@ -104,7 +123,15 @@ export class SemaphoreModel {
     return granted;
   }
 
-  acquire(now: number, token: string, limit: number, weight: number, leaseMs: number, queue?: Queueing): AcquireAnswer {
+  acquire(
+    now: number,
+    token: string,
+    limit: number,
+    weight: number,
+    leaseMs: number,
+    queue?: Queueing,
+    local?: { until: number; maxQueue: number },
+  ): AcquireAnswer {
     this.prune(now);
     if (this.queue.length > 0) {
       this.idLimit = limit;
@@ -117,12 +144,20 @@ export class SemaphoreModel {
     }
     const waiter = this.queue.find((w) => w.token === token);
     if (waiter !== undefined) {
-      waiter.expiresAt = now + (queue?.claimMs ?? 0);
+      if (waiter.localLeaseMs === undefined) waiter.expiresAt = now + (queue?.claimMs ?? 0);
       return { acquired: false, queued: true, retryAfterMs: this.nearest(now) };
     }
     if (this.queue.length === 0 && this.used() + weight <= limit) {
       this.#admit(token, { expiresAt: now + leaseMs, weight, limit }, limit);
       return { acquired: true, retryAfterMs: 0 };
+    }
+    if (local !== undefined) {
+      if (local.maxQueue > 0 && this.queue.length >= local.maxQueue) {
+        return { acquired: false, queueFull: true, retryAfterMs: this.nearest(now) };
+      }
+      this.queue.push({ token, weight, limit, expiresAt: local.until, localLeaseMs: leaseMs });
+      this.idLimit = limit;
+      return { acquired: false, queued: true, retryAfterMs: this.nearest(now) };
     }
     if (queue === undefined) return { acquired: false, retryAfterMs: this.nearest(now) };
     if (queue.maxQueue > 0 && this.queue.length >= queue.maxQueue) {
@@ -158,7 +193,9 @@ export class SemaphoreModel {
   refresh(now: number, tokens: readonly string[], claimMs: number): RefreshAnswer {
     // A waiter whose lease lapsed is gone, even if its process is back.
     this.prune(now);
-    for (const waiter of this.queue) if (tokens.includes(waiter.token)) waiter.expiresAt = now + claimMs;
+    for (const waiter of this.queue) {
+      if (tokens.includes(waiter.token) && waiter.localLeaseMs === undefined) waiter.expiresAt = now + claimMs;
+    }
     if (this.queue.length > 0) this.grant(now);
     return {
       statuses: tokens.map((token) =>
@@ -211,6 +248,7 @@ export class LockModel {
   holder: { token: string; expiresAt: number } | undefined;
   queue: ModelWaiter[] = [];
   readonly grants: Announced[] = [];
+  readonly told: Told[] = [];
 
   #settle(now: number): void {
     if (this.holder !== undefined && this.holder.expiresAt <= now) this.holder = undefined;
@@ -221,6 +259,11 @@ export class LockModel {
     if (this.holder !== undefined) return;
     const head = this.queue.shift();
     if (head === undefined) return;
+    if (head.localLeaseMs !== undefined) {
+      this.holder = { token: head.token, expiresAt: now + head.localLeaseMs };
+      this.told.push({ token: head.token, at: now });
+      return;
+    }
     this.holder = { token: head.token, expiresAt: head.expiresAt };
     this.grants.push({ tokens: [head.token], reservedMs: head.expiresAt - now });
   }
@@ -229,7 +272,13 @@ export class LockModel {
     return until(this.holder?.expiresAt, now);
   }
 
-  acquire(now: number, token: string, ttlMs: number, queue?: Queueing): AcquireAnswer {
+  acquire(
+    now: number,
+    token: string,
+    ttlMs: number,
+    queue?: Queueing,
+    local?: { until: number; maxQueue: number },
+  ): AcquireAnswer {
     this.#settle(now);
     this.#grant(now);
     if (this.holder?.token === token) {
@@ -238,12 +287,19 @@ export class LockModel {
     }
     const waiter = this.queue.find((w) => w.token === token);
     if (waiter !== undefined) {
-      waiter.expiresAt = now + (queue?.claimMs ?? 0);
+      if (waiter.localLeaseMs === undefined) waiter.expiresAt = now + (queue?.claimMs ?? 0);
       return { acquired: false, queued: true, retryAfterMs: this.#retryAfter(now) };
     }
     if (this.holder === undefined && this.queue.length === 0) {
       this.holder = { token, expiresAt: now + ttlMs };
       return { acquired: true, retryAfterMs: 0 };
+    }
+    if (local !== undefined) {
+      if (local.maxQueue > 0 && this.queue.length >= local.maxQueue) {
+        return { acquired: false, queueFull: true, retryAfterMs: this.#retryAfter(now) };
+      }
+      this.queue.push({ token, weight: 1, limit: 1, expiresAt: local.until, localLeaseMs: ttlMs });
+      return { acquired: false, queued: true, retryAfterMs: this.#retryAfter(now) };
     }
     if (queue === undefined) return { acquired: false, retryAfterMs: this.#retryAfter(now) };
     if (queue.maxQueue > 0 && this.queue.length >= queue.maxQueue) {
@@ -277,7 +333,9 @@ export class LockModel {
 
   refresh(now: number, tokens: readonly string[], claimMs: number): RefreshAnswer {
     this.#settle(now);
-    for (const waiter of this.queue) if (tokens.includes(waiter.token)) waiter.expiresAt = now + claimMs;
+    for (const waiter of this.queue) {
+      if (tokens.includes(waiter.token) && waiter.localLeaseMs === undefined) waiter.expiresAt = now + claimMs;
+    }
     this.#grant(now);
     return {
       statuses: tokens.map((token) =>
