@@ -38,6 +38,30 @@ export function storeKey(prefix: string, id: string): string {
   return `{${prefix}:${id}}`;
 }
 
+/** Ids remembered per primitive before the cache starts over. */
+const CACHED_KEYS = 10_000;
+
+/**
+ * The store keys of the ids one primitive sees, each made once: the same
+ * string object each time, so a store hashes it once for its lookups (a new
+ * string per call was a measurable share of an in-memory acquire).
+ */
+export class StoreKeys {
+  readonly #keys = new Map<string, string>();
+
+  constructor(readonly prefix: string) {}
+
+  of(id: string): string {
+    let key = this.#keys.get(id);
+    if (key === undefined) {
+      if (this.#keys.size >= CACHED_KEYS) this.#keys.clear();
+      key = storeKey(this.prefix, id);
+      this.#keys.set(id, key);
+    }
+    return key;
+  }
+}
+
 /** Why no lease was had: every permit taken (fail fast or spin), the queue at `maxQueue`, or `waitMs` spent. */
 export type RefusalReason = NotAcquiredReason;
 
@@ -93,14 +117,46 @@ export abstract class KeyCalls {
  * earlier attempt is the same lease. `sentAt` is when the winning attempt
  * was sent: the lease's deadline counts from there.
  */
-export async function acquireLease(source: StoreSource, settings: CallSettings, ops: KeyOps): Promise<Acquired | Refused> {
-  const { signal } = settings;
-  signal?.throwIfAborted();
+export function acquireLease(
+  source: StoreSource,
+  settings: CallSettings,
+  ops: KeyOps,
+): Acquired | Refused | Promise<Acquired | Refused> {
+  settings.signal?.throwIfAborted();
   const startedAt = performance.now();
   const got = source.get();
-  const store = got instanceof Promise ? await got : got;
+  if (got instanceof Promise) return got.then((store) => acquireFrom(store, settings, ops, startedAt));
+  return acquireFrom(got, settings, ops, startedAt);
+}
+
+/**
+ * The embedded store's fail-fast acquire answers in the same turn, with no
+ * promise at all (the common in-process case, and a measurable share of it);
+ * everything else is asynchronous.
+ */
+function acquireFrom(
+  store: Store,
+  settings: CallSettings,
+  ops: KeyOps,
+  startedAt: number,
+): Acquired | Refused | Promise<Acquired | Refused> {
   const token = newToken();
-  if (isMemoryStore(store)) return acquireLocally(store, settings, ops, token, startedAt);
+  if (!isMemoryStore(store)) return acquireRemotely(store, settings, ops, token, startedAt);
+  if (settings.waitMs > 0 || settings.retries > 0) return acquireLocally(store, settings, ops, token, startedAt);
+  const reply = store.takeNow(ops.kind, ops.key, token, ops.limit, ops.weight, ops.leaseMs);
+  return reply.acquired
+    ? acquired(ops, store, token, startedAt, startedAt, 0)
+    : refused(ops, reply.retryAfterMs, "full", startedAt);
+}
+
+async function acquireRemotely(
+  store: Store,
+  settings: CallSettings,
+  ops: KeyOps,
+  token: string,
+  startedAt: number,
+): Promise<Acquired | Refused> {
+  const { signal } = settings;
 
   // Fail fast, the common case, without the closures the other modes need.
   if (settings.waitMs === 0 && settings.retries === 0) {
@@ -244,8 +300,14 @@ function abandon(store: Store, ops: KeyOps, token: string, signal: AbortSignal):
 }
 
 // Every outcome leaves through one of these two, which also publish it.
-function acquired(ops: KeyOps, store: Store, token: string, sentAt: number, startedAt: number): Acquired {
-  const waitedMs = performance.now() - startedAt;
+function acquired(
+  ops: KeyOps,
+  store: Store,
+  token: string,
+  sentAt: number,
+  startedAt: number,
+  waitedMs = performance.now() - startedAt,
+): Acquired {
   if (channels.acquired.hasSubscribers) {
     channels.acquired.publish({ ...ops.subject, token, waitedMs, ...ops.permits } satisfies AcquiredEvent);
   }

@@ -102,70 +102,14 @@ export async function keepLease<L extends LeaseHandle, T>(
   fn: (lease: L) => T | PromiseLike<T>,
   options: KeepOptions,
 ): Promise<T> {
-  const { heartbeatMs, onRenewError } = options;
-  let timer: Due | undefined;
-  let renewal: Promise<void> | undefined;
-
-  let done = false;
-
-  // Once the holder has released, only that release's answer says whether the lease was lost.
-  const pastDeadline = (): boolean => {
-    if (lease.releasing === undefined && performance.now() >= lease.deadline) lease.lose();
-    return lease.lost !== undefined;
-  };
-  const schedule = (): void => {
-    const now = performance.now();
-    const at = heartbeatMs === false ? lease.deadline : Math.min(nextTick(now, heartbeatMs), lease.deadline);
-    // Shared per millisecond: leases on the heartbeat grid tick together, one Node timer for all.
-    timer = backgroundTimers.at(Math.max(at, now + 1), tick);
-  };
-  const renew = (): void => {
-    if (done || lease.releasing !== undefined || lease.lost !== undefined) {
-      renewal = undefined;
-      return;
-    }
-    renewal = lease
-      .extend()
-      .then(
-        () => undefined,
-        (error: unknown) => report(lease, onRenewError, error),
-      )
-      .finally(() => {
-        renewal = undefined;
-      });
-  };
-  const tick = (): void => {
-    timer = undefined;
-    const early = lease.releasing;
-    if (early !== undefined) {
-      // Given back by its holder: nothing left to renew, unless the store failed to answer.
-      early.then(undefined, () => {
-        if (!done && timer === undefined) tick();
-      });
-      return;
-    }
-    if (pastDeadline()) return;
-    if (heartbeatMs !== false && renewal === undefined) {
-      // Claimed now (never two at once), sent with the other renewals due in this turn.
-      renewal = Promise.resolve();
-      renewSoon(renew);
-    }
-    schedule();
-  };
-
-  schedule();
+  const keeping = new Keeping(lease, options);
   let settled: { ok: true; value: T } | { ok: false; error: unknown };
   try {
     settled = { ok: true, value: await fn(lease) };
   } catch (error) {
     settled = { ok: false, error };
   }
-  // Same turn as the body's completion: a timer cannot have run if the body blocked.
-  pastDeadline();
-  done = true;
-  backgroundTimers.cancel(timer);
-  if (renewal !== undefined) await renewal;
-  await giveBack(lease, pastDeadline, onRenewError);
+  await keeping.end();
 
   const lost = lease.lost;
   if (lost !== undefined) {
@@ -177,4 +121,81 @@ export async function keepLease<L extends LeaseHandle, T>(
   }
   if (!settled.ok) throw settled.error;
   return settled.value;
+}
+
+/** One lease being kept: its tick, its renewal in flight. A class, not closures: `run` makes one per call. */
+class Keeping {
+  #timer: Due | undefined;
+  #renewal: Promise<void> | undefined;
+  #done = false;
+  readonly #tick = (): void => this.#ticked();
+  readonly #renew = (): void => this.#renewNow();
+
+  constructor(
+    private readonly lease: LeaseHandle,
+    private readonly options: KeepOptions,
+  ) {
+    this.#schedule();
+  }
+
+  /** The body settled: check the deadline in this same turn, stop the timer, wait for a renewal, give back. */
+  async end(): Promise<void> {
+    // Same turn as the body's completion: a timer cannot have run if the body blocked.
+    this.#pastDeadline();
+    this.#done = true;
+    backgroundTimers.cancel(this.#timer);
+    if (this.#renewal !== undefined) await this.#renewal;
+    await giveBack(this.lease, () => this.#pastDeadline(), this.options.onRenewError);
+  }
+
+  // Once the holder has released, only that release's answer says whether the lease was lost.
+  #pastDeadline(): boolean {
+    const { lease } = this;
+    if (lease.releasing === undefined && performance.now() >= lease.deadline) lease.lose();
+    return lease.lost !== undefined;
+  }
+
+  #schedule(): void {
+    const { heartbeatMs } = this.options;
+    const now = performance.now();
+    const at = heartbeatMs === false ? this.lease.deadline : Math.min(nextTick(now, heartbeatMs), this.lease.deadline);
+    // Shared per millisecond: leases on the heartbeat grid tick together, one Node timer for all.
+    this.#timer = backgroundTimers.at(Math.max(at, now + 1), this.#tick);
+  }
+
+  #renewNow(): void {
+    const { lease } = this;
+    if (this.#done || lease.releasing !== undefined || lease.lost !== undefined) {
+      this.#renewal = undefined;
+      return;
+    }
+    this.#renewal = lease
+      .extend()
+      .then(
+        () => undefined,
+        (error: unknown) => report(lease, this.options.onRenewError, error),
+      )
+      .finally(() => {
+        this.#renewal = undefined;
+      });
+  }
+
+  #ticked(): void {
+    this.#timer = undefined;
+    const early = this.lease.releasing;
+    if (early !== undefined) {
+      // Given back by its holder: nothing left to renew, unless the store failed to answer.
+      early.then(undefined, () => {
+        if (!this.#done && this.#timer === undefined) this.#ticked();
+      });
+      return;
+    }
+    if (this.#pastDeadline()) return;
+    if (this.options.heartbeatMs !== false && this.#renewal === undefined) {
+      // Claimed now (never two at once), sent with the other renewals due in this turn.
+      this.#renewal = Promise.resolve();
+      renewSoon(this.#renew);
+    }
+    this.#schedule();
+  }
 }

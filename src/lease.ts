@@ -93,7 +93,8 @@ export class LeaseHandle implements Lease {
   #lost: Error | undefined;
   #onLose: ((error: Error) => void)[] | undefined;
   readonly #backend: LeaseBackend;
-  readonly #heldSince = performance.now();
+  /** When the lease was had (its acquire's send time, or the hand-off), for the released event. */
+  readonly #heldSince: number;
   #released = false;
   /** The holder's release, in flight or answered; undefined again if the store did not answer it. */
   #releasing: Promise<boolean> | undefined;
@@ -113,6 +114,7 @@ export class LeaseHandle implements Lease {
     until?: number,
   ) {
     this.#backend = backend;
+    this.#heldSince = sentAt;
     if (until === undefined) {
       this.deadline = sentAt + leaseMs - CLOCK_GRAIN_MS;
     } else {
@@ -159,6 +161,13 @@ export class LeaseHandle implements Lease {
   release(): Promise<boolean> {
     if (this.#released) return Promise.resolve(false);
     this.#released = true;
+    const store = this.#backend.store;
+    if (isMemoryStore(store)) {
+      // The embedded store answers at once: no round trip to bound, check or undo.
+      const ours = store.releaseNow(this.#backend.kind, this.#backend.key, this.token);
+      this.#releasing = Promise.resolve(this.#answered(ours));
+      return this.#releasing;
+    }
     const releasing = this.#giveBack();
     // Unless a store that throws synchronously has already undone it.
     if (this.#released) this.#releasing = releasing;
@@ -177,20 +186,19 @@ export class LeaseHandle implements Lease {
 
   async #giveBack(): Promise<boolean> {
     let ours: boolean;
-    const store = this.#backend.store;
-    if (isMemoryStore(store)) {
-      // The embedded store answers at once: no round trip to bound or check.
-      ours = store.releaseNow(this.#backend.kind, this.#backend.key, this.token);
-    } else {
-      try {
-        ours = await bounded(store, "release", this.#backend.release(this.token), isFlag, this.#backend.subject);
-      } catch (error) {
-        // The store did not answer: the lease may still be held, so a retry must be possible.
-        this.#released = false;
-        this.#releasing = undefined;
-        throw error;
-      }
+    try {
+      ours = await bounded(this.#backend.store, "release", this.#backend.release(this.token), isFlag, this.#backend.subject);
+    } catch (error) {
+      // The store did not answer: the lease may still be held, so a retry must be possible.
+      this.#released = false;
+      this.#releasing = undefined;
+      throw error;
     }
+    return this.#answered(ours);
+  }
+
+  /** What follows the store's answer to a release: the event, and a loss if it was not ours. */
+  #answered(ours: boolean): boolean {
     if (channels.released.hasSubscribers) {
       const { subject, weight } = this.#backend;
       channels.released.publish({

@@ -1,4 +1,4 @@
-import { acquireLease, KeyCalls, type KeyOps, type Refused, storeKey } from "./acquire.js";
+import { acquireLease, KeyCalls, type KeyOps, type Refused } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { LockLeaseLostError, LockNotAcquiredError, ValidationError } from "./errors.js";
 import { type Subject, subjectOf } from "./events.js";
@@ -107,7 +107,7 @@ class DistributedLock implements Lock {
   }
 
   async stats(id: string): Promise<LockStats> {
-    const key = storeKey(this.#defaults.prefix, checkId(id));
+    const key = this.#defaults.keys.of(checkId(id));
     const store = await this.#defaults.source.get();
     return bounded(store, "stats", store.lockStats(key), isLockStats, subjectOf("lock", id));
   }
@@ -124,7 +124,7 @@ class DistributedLock implements Lock {
   }
 
   async #take(id: string, settings: CallSettings): Promise<LeaseHandle | Refused> {
-    const ops = new LockOps(id, storeKey(this.#defaults.prefix, id), settings.leaseMs);
+    const ops = new LockOps(id, this.#defaults.keys.of(id), settings.leaseMs);
     const outcome = await acquireLease(this.#defaults.source, settings, ops);
     if (!outcome.acquired) return outcome;
     ops.store = outcome.store;

@@ -1,3 +1,4 @@
+import { StoreKeys } from "./acquire.js";
 import { type StoreSource, storeSource } from "./client.js";
 import { ValidationError } from "./errors.js";
 import {
@@ -88,6 +89,8 @@ export interface CallSettings {
 export interface Defaults extends CallSettings {
   source: StoreSource;
   prefix: string;
+  /** The store keys of ids under this prefix, made once each. */
+  keys: StoreKeys;
   kind: "semaphore" | "lock";
   leaseOption: LeaseOption;
   /** The settings of a call that passes no options, resolved once (settings are never mutated). */
@@ -135,11 +138,13 @@ export function resolveDefaults(
   const leaseMs =
     options[leaseOption] === undefined ? defaultLeaseMs : positiveMs(leaseOption, options[leaseOption], leaseFix(leaseOption));
   const heartbeatExplicit = options.heartbeatMs !== undefined;
+  const prefix = options.prefix === undefined ? kind : checkPrefix(options.prefix);
   const defaults: Omit<Defaults, "plain"> = {
     kind,
     leaseOption,
     source: storeSource(options.client),
-    prefix: options.prefix === undefined ? kind : checkPrefix(options.prefix),
+    prefix,
+    keys: new StoreKeys(prefix),
     leaseMs,
     retries:
       options.retries === undefined

@@ -1,4 +1,4 @@
-import { acquireLease, KeyCalls, type KeyOps, type Refused, storeKey } from "./acquire.js";
+import { type Acquired, acquireLease, KeyCalls, type KeyOps, type Refused } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError, ValidationError } from "./errors.js";
 import { type Subject, subjectOf } from "./events.js";
@@ -145,6 +145,9 @@ class SemaphoreLeaseHandle extends LeaseHandle implements SemaphoreLease {
   }
 }
 
+const leaseOrNull = (outcome: SemaphoreLeaseHandle | Refused): SemaphoreLease | null =>
+  outcome instanceof LeaseHandle ? outcome : null;
+
 class DistributedSemaphore implements Semaphore {
   readonly #defaults: Defaults;
   readonly #limit: number | ((id: string) => number);
@@ -157,9 +160,13 @@ class DistributedSemaphore implements Semaphore {
     this.#defaults = resolveDefaults(options, "semaphore", "leaseMs", 60_000);
   }
 
-  async acquire(id: string, options?: SemaphoreAcquireOptions): Promise<SemaphoreLease | null> {
-    const outcome = await this.#take(this.#prepare(id, options, false));
-    return outcome instanceof LeaseHandle ? (outcome as SemaphoreLeaseHandle) : null;
+  acquire(id: string, options?: SemaphoreAcquireOptions): Promise<SemaphoreLease | null> {
+    try {
+      const outcome = this.#take(this.#prepare(id, options, false));
+      return outcome instanceof Promise ? outcome.then(leaseOrNull) : Promise.resolve(leaseOrNull(outcome));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   async run<T>(id: string, fn: (lease: SemaphoreLease) => T | PromiseLike<T>, options?: SemaphoreRunOptions): Promise<T> {
@@ -167,7 +174,8 @@ class DistributedSemaphore implements Semaphore {
       throw new ValidationError("fn", "run(id, fn) needs a function to run while the permit is held.");
     }
     const call = this.#prepare(id, options, true);
-    const outcome = await this.#take(call);
+    const taken = this.#take(call);
+    const outcome = taken instanceof Promise ? await taken : taken;
     if (!(outcome instanceof LeaseHandle)) {
       throw new SemaphoreNotAcquiredError(call.id, call.limit, outcome.retryAfterMs, outcome.reason);
     }
@@ -175,13 +183,13 @@ class DistributedSemaphore implements Semaphore {
   }
 
   async count(id: string): Promise<number> {
-    const key = storeKey(this.#defaults.prefix, checkId(id));
+    const key = this.#defaults.keys.of(checkId(id));
     const store = await this.#defaults.source.get();
     return bounded(store, "count", store.semaphoreCount(key), isCount, subjectOf("semaphore", id));
   }
 
   async stats(id: string): Promise<SemaphoreStats> {
-    const key = storeKey(this.#defaults.prefix, checkId(id));
+    const key = this.#defaults.keys.of(checkId(id));
     const limit = this.#limitFor(id);
     const store = await this.#defaults.source.get();
     const figures = await bounded(store, "stats", store.semaphoreStats(key), isFigures, subjectOf("semaphore", id));
@@ -194,7 +202,7 @@ class DistributedSemaphore implements Semaphore {
     if (options === undefined) {
       // No per-call options: the defaults, resolved once.
       const settings = keeping ? this.#defaults.plain.run : this.#defaults.plain.acquire;
-      return { id, key: storeKey(this.#defaults.prefix, id), settings, limit: this.#limitFor(id), weight: 1 };
+      return { id, key: this.#defaults.keys.of(id), settings, limit: this.#limitFor(id), weight: 1 };
     }
     const given = optionsObject(options, keeping ? "run" : "acquire");
     knownOptions(given, keeping ? RUN_OPTIONS : ACQUIRE_OPTIONS, `semaphore ${keeping ? "run" : "acquire"}`);
@@ -208,7 +216,7 @@ class DistributedSemaphore implements Semaphore {
         `\`weight\` ${weight} is above the limit ${limit} of "${id}": such a call could never be admitted. Lower the weight or raise the limit.`,
       );
     }
-    return { id, key: storeKey(this.#defaults.prefix, id), settings, limit, weight };
+    return { id, key: this.#defaults.keys.of(id), settings, limit, weight };
   }
 
   #limitFor(id: string): number {
@@ -225,9 +233,15 @@ class DistributedSemaphore implements Semaphore {
     return checkLimit(value);
   }
 
-  async #take(call: PreparedCall): Promise<SemaphoreLeaseHandle | Refused> {
+  /** The lease, or why not; in the same turn when the store can answer at once (the embedded one). */
+  #take(call: PreparedCall): SemaphoreLeaseHandle | Refused | Promise<SemaphoreLeaseHandle | Refused> {
     const ops = new SemaphoreOps(call.id, call.key, call.limit, call.weight, call.settings.leaseMs);
-    const outcome = await acquireLease(this.#defaults.source, call.settings, ops);
+    const outcome = acquireLease(this.#defaults.source, call.settings, ops);
+    if (outcome instanceof Promise) return outcome.then((had) => this.#handle(call, ops, had));
+    return this.#handle(call, ops, outcome);
+  }
+
+  #handle(call: PreparedCall, ops: SemaphoreOps, outcome: Acquired | Refused): SemaphoreLeaseHandle | Refused {
     if (!outcome.acquired) return outcome;
     ops.store = outcome.store;
     return new SemaphoreLeaseHandle(
