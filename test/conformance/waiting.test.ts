@@ -336,6 +336,36 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     expect(await slots.count("k")).toBe(0);
   });
 
+  it("a grant heard when the waiter cannot know its reservation is long enough is claimed before the waiter starts", async () => {
+    // No refresh answers: the waiter's only "still waiting" answer is its join, so after two thirds of
+    // its waiter lease it cannot prove the grant is still reserved, and must claim it first.
+    let refreshesHang = true;
+    const { store, calls } = spyStore(
+      make({ waiterLeaseMs: 1_200 }),
+      { semaphoreRefreshWaiters: () => (refreshesHang ? "hang" : undefined) },
+      1_000,
+    );
+    const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix() });
+    const holder = await slots.acquire("k");
+    let joinedAt = 0;
+    let acquiresAtStart = 0;
+    const waiter = slots.run(
+      "k",
+      async () => {
+        acquiresAtStart = calls.semaphoreAcquire;
+      },
+      { waitMs: 10_000 },
+    );
+    await eventually(() => calls.semaphoreAcquire === 2);
+    joinedAt = performance.now();
+    await eventually(() => performance.now() - joinedAt > 900, 5_000);
+    await holder?.release();
+    refreshesHang = false;
+    await waiter;
+    // The join, then the claim: the body started only once the store answered the claim.
+    expect(acquiresAtStart).toBe(3);
+  });
+
   it("a handed-off lease whose grant is gone is lost, and told, at its confirmation", async () => {
     const { store } = setup(60_000);
     const prefix = uniquePrefix();
