@@ -4,12 +4,12 @@
 -- A lease that ends at `e` is the key with PXAT e - 1: Redis drops a key once its time is past
 -- PXAT, so the lock is held while now < e, as everywhere else (scores, the memory store).
 -- KEYS[1] lock: holds the holder's token, expiring with the lease
--- KEYS[2] queue  KEYS[3] expiry  (see lib/queue.lua)
+-- KEYS[2] meta  KEYS[3] queue  KEYS[4] expiry  (see lib/queue.lua)
 -- ARGV[1] token  ARGV[2] ttl ms  ARGV[3] claim ms (waiter lease; 0 fails fast)
 -- ARGV[4] max queue length, 0 for none
 -- Returns {1, 0} when the token holds the lock, {2, ms} when it waits, {0, ms}
 -- when refused, {3, ms} when the queue is full; ms until the lock expires.
-local lock, queue, expiry = KEYS[1], KEYS[2], KEYS[3]
+local lock, meta, queue, expiry, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], nil
 local token, ttl, claim, maxQueue = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 --!include lib/clock.lua
 
@@ -25,7 +25,6 @@ if redis.call('EXISTS', queue) == 0 then
   if claim == 0 then return {0, math.max(1, redis.call('PEXPIRETIME', lock) + 1 - now)} end
 end
 
-local info = nil
 --!include lib/queue.lua
 --!include lib/settle-lock.lua
 
@@ -41,7 +40,7 @@ if redis.call('GET', lock) == token then
   -- A re-sent acquire, or a waiter claiming its grant: refresh instead of failing.
   redis.call('PEXPIREAT', lock, now + ttl - 1)
   reply = {1, 0}
-elseif waiting and redis.call('ZSCORE', queue, token) then
+elseif waiting and redis.call('ZSCORE', expiry, token) then
   redis.call('ZADD', expiry, now + claim, token)
   reply = {2, 0}
 elseif not waiting and redis.call('SET', lock, token, 'NX', 'PXAT', now + ttl - 1) then
@@ -52,7 +51,7 @@ elseif claim == 0 then
 elseif maxQueue > 0 and redis.call('ZCARD', queue) >= maxQueue then
   reply = {3, 0}
 else
-  queue_join(token, 1, 1, claim, now)
+  queue_join(token, 1, 1, 0, now + claim)
   reply = {2, 0}
 end
 settle(now)

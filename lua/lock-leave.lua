@@ -2,15 +2,14 @@
 -- hand the lock to the next waiter. Also the clean-up of an acquire whose outcome is unknown.
 -- KEYS as lock-acquire.lua.  ARGV[1] token
 -- Returns 1.
-local lock, queue, expiry = KEYS[1], KEYS[2], KEYS[3]
+local lock, meta, queue, expiry, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], nil
 local token = ARGV[1]
-local info = nil
 --!include lib/clock.lua
 --!include lib/queue.lua
 --!include lib/settle-lock.lua
 
 if redis.call('GET', lock) == token then redis.call('DEL', lock) end
-queue_drop(token)
+if redis.call('ZSCORE', expiry, token) then queue_drop(token) end
 queue_prune(now)
 grant(now)
 settle(now)

@@ -3,9 +3,8 @@
 -- KEYS as lock-acquire.lua.  ARGV[1] claim ms  ARGV[2..] tokens
 -- Returns, per token: 1 holds (granted: claim it), 2 still waiting, 0 gone;
 -- then the ms until the lock's lease ends (a grant's reservation included).
-local lock, queue, expiry = KEYS[1], KEYS[2], KEYS[3]
+local lock, meta, queue, expiry, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], nil
 local claim = tonumber(ARGV[1])
-local info = nil
 --!include lib/clock.lua
 --!include lib/queue.lua
 --!include lib/settle-lock.lua
@@ -20,7 +19,7 @@ local statuses = {}
 for i = 2, #ARGV do
   if holder == ARGV[i] then
     statuses[#statuses + 1] = 1
-  elseif redis.call('ZSCORE', queue, ARGV[i]) then
+  elseif redis.call('ZSCORE', expiry, ARGV[i]) then
     statuses[#statuses + 1] = 2
   else
     statuses[#statuses + 1] = 0

@@ -5,7 +5,7 @@
 -- KEYS as lock-acquire.lua.  ARGV[1] token
 -- Returns 1 when released, 0 when the lock had already moved on; {that,
 -- announcement} when the release handed the lock to a waiter.
-local lock, queue, expiry = KEYS[1], KEYS[2], KEYS[3]
+local lock, meta, queue, expiry, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], nil
 local token = ARGV[1]
 
 local ours = redis.call('GET', lock) == token
@@ -16,7 +16,6 @@ if redis.call('EXISTS', queue) == 0 then
   return 0
 end
 
-local info = nil
 --!include lib/clock.lua
 --!include lib/queue.lua
 --!include lib/settle-lock.lua

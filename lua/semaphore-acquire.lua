@@ -1,22 +1,24 @@
 #!lua
 -- A shebang without allow-oom: at maxmemory with noeviction, taking a new lease is refused up front (OOM).
--- Take permits of a semaphore, or join its waiting room, or say how long until one frees:
--- the full path, for waiting, and for ids with waiters.
--- KEYS[1] holders (see lib/holders.lua)  KEYS[2] meta  KEYS[3] queue  KEYS[4] expiry  (see lib/queue.lua)
--- ARGV[1] token  ARGV[2] limit  ARGV[3] weight  ARGV[4] lease ms
+-- Take permits of a semaphore, or join its waiting room, or say how long until one frees: the full
+-- path, for waiting, tenants, and ids with waiters.
+-- KEYS[1] holders  KEYS[2] meta  KEYS[3] queue  KEYS[4] expiry  KEYS[5] tenants  KEYS[6] turns
+-- (see lib/holders.lua and lib/queue.lua)
+-- ARGV[1] token ('<random>' or '<random>@<tenant>')  ARGV[2] limit  ARGV[3] weight  ARGV[4] lease ms
 -- ARGV[5] claim ms: the waiter lease; 0 fails fast instead of queueing
--- ARGV[6] max queue length, 0 for none
--- Returns {1, 0} when the token holds its permits, {2, ms} when it waits in the
--- queue, {0, ms} when refused, {3, ms} when the queue is full; ms is the time
--- until the nearest lease ends. A third item, 1 or 0, says whether the id still has
--- waiters (the marker; see lib/settle.lua): the store's hint.
-local holders, meta, queue, expiry = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local info = meta
+-- ARGV[6] max queue length, 0 for none  ARGV[7] tenant cap, 0 for none
+-- ARGV[8] max waiters of the tenant, 0 for none
+-- Returns {status, ms, marked}: status 1 when the token holds its permits, 2 when it waits in the
+-- queue, 0 when refused, 3 when the queue (or its tenant's share of it) is full, 4 when refused
+-- because its tenant is at its cap; ms is the time until the nearest lease ends (the tenant's own,
+-- for 4); marked, 1 or 0, says whether the id still has waiters (the marker; see lib/settle.lua):
+-- the store's hint.
+local holders, meta, queue, expiry, tenants, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local token, limit, weight, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local claim, maxQueue = tonumber(ARGV[5]), tonumber(ARGV[6])
+local claim, maxQueue, cap, tenantMax = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 --!include lib/clock.lua
 
-if not redis.call('ZSCORE', holders, '~') then
+if cap == 0 and not string.find(token, '@', 1, true) and redis.call('ZCOUNT', holders, '-inf', '-inf') == 0 then
 --!include lib/take-one.lua
 end
 
@@ -25,38 +27,57 @@ end
 --!include lib/grant.lua
 --!include lib/settle.lua
 
+tenants_ready(now)
 holders_prune(now)
-local waiting = redis.call('EXISTS', queue) == 1
-if waiting then
+if redis.call('EXISTS', queue) == 1 then
   queue_prune(now)
   -- This caller's limit is now the id's limit as the store knows it, for the grants below.
-  redis.call('HSET', meta, '~l', limit)
+  redis.call('HSET', meta, '~l', ARGV[2])
   grant(now)
-  waiting = redis.call('EXISTS', queue) == 1
 end
 
+local tenant = tenant_of(token)
+local fitsTenant = cap == 0 or tenant_used(tenant) + weight <= cap
 local reply
 if redis.call('ZSCORE', holders, token) then
-  -- Already holding: a re-sent acquire (ioredis replays unanswered commands
-  -- after a reconnect), or a waiter claiming its grant. Refresh every permit, never count twice.
+  -- Already holding: a re-sent acquire (ioredis replays unanswered commands after a reconnect),
+  -- or a waiter claiming its grant. Refresh every permit, never count twice.
   holders_add(token, weight, now + lease)
   reply = {1, 0}
-elseif waiting and redis.call('ZSCORE', queue, token) then
+elseif redis.call('ZSCORE', expiry, token) then
   redis.call('ZADD', expiry, now + claim, token)
   reply = {2, 0}
-elseif not waiting and holders_used() + weight <= limit then
-  -- A newcomer never jumps a non-empty queue.
+elseif redis.call('EXISTS', queue) == 0 and holders_used() + weight <= limit and fitsTenant then
+  -- Nobody waits: the newcomer's turn is now.
   holders_add(token, weight, now + lease)
+  tenants_add(tenant, weight)
   reply = {1, 0}
-elseif claim == 0 then
-  reply = {0, 0}
-elseif maxQueue > 0 and redis.call('ZCARD', queue) >= maxQueue then
-  reply = {3, 0}
 else
-  queue_join(token, ARGV[3], ARGV[2], claim, now)
-  redis.call('HSET', meta, '~l', ARGV[2])
-  reply = {2, 0}
+  local from, to = queue_tenant(tenant)
+  if claim > 0 and ((maxQueue > 0 and redis.call('ZCARD', queue) >= maxQueue)
+      or (tenantMax > 0 and redis.call('ZLEXCOUNT', queue, from, to) >= tenantMax)) then
+    reply = {3, 0}
+  else
+    -- Join (failing fast, only to see whether its turn is now), then grant in turn.
+    local ends = now + claim
+    if claim == 0 then ends = now + 1 end
+    queue_join(token, ARGV[3], ARGV[2], ARGV[7], ends)
+    redis.call('HSET', meta, '~l', ARGV[2])
+    grant(now, token, lease)
+    if redis.call('ZSCORE', holders, token) then
+      reply = {1, 0}
+    elseif claim > 0 then
+      reply = {2, 0}
+    else
+      queue_drop(token)
+      if fitsTenant then reply = {0, 0} else reply = {4, 0} end
+    end
+  end
 end
 reply[3] = settle(now)
-if reply[1] ~= 1 then reply[2] = holders_next(now) end
+if reply[1] == 4 then
+  reply[2] = holders_next(now, tenant)
+elseif reply[1] ~= 1 then
+  reply[2] = holders_next(now)
+end
 return reply

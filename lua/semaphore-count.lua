@@ -1,12 +1,12 @@
 #!lua flags=no-writes,allow-oom
--- Count the live holders of a semaphore: lapsed, unpruned entries are not counted, nor a
--- heavier holder's further permits ('token~w'), nor the marker.
+-- Count the live holders of a semaphore: lapsed, unpruned entries are not counted, nor a heavier
+-- holder's further permits ('x~w[@tenant]'), nor the markers.
 -- KEYS[1] holders (see lib/holders.lua)
 -- Returns the number of holders whose lease ends after now.
 --!include lib/clock.lua
 local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')
 local count = 0
 for i = 1, #live do
-  if not string.find(live[i], '~', 1, true) then count = count + 1 end
+  if not string.find(string.match(live[i], '^([^@]*)'), '~', 1, true) then count = count + 1 end
 end
 return count

@@ -15,15 +15,19 @@ for i = 1, #ARGV, 3 do
   -- Presence is not ownership: a lapsed member stays in the set until something prunes it.
   local score = redis.call('ZSCORE', holders, token)
   if score and tonumber(score) > now then
+    -- Its further permits are '<random>~w[@tenant]' (see lib/holders.lua).
+    local at = string.find(token, '@', 1, true)
+    local base, suffix = token, ''
+    if at then base, suffix = string.sub(token, 1, at - 1), string.sub(token, at) end
     if weight == 0 then
       weight = 1
-      while redis.call('ZSCORE', holders, token .. '~' .. (weight + 1)) do weight = weight + 1 end
+      while redis.call('ZSCORE', holders, base .. '~' .. (weight + 1) .. suffix) do weight = weight + 1 end
     end
     local ends = now + lease
     local members = { 'XX', ends, token }
     for w = 2, weight do
       members[#members + 1] = ends
-      members[#members + 1] = token .. '~' .. w
+      members[#members + 1] = base .. '~' .. w .. suffix
     end
     redis.call('ZADD', holders, unpack(members))
     if not latest or ends > latest then latest = ends end

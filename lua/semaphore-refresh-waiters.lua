@@ -1,10 +1,9 @@
--- One process's periodic call for all its waiters on one semaphore: keep their
--- waiter leases alive, reclaim lapsed holders and waiters, admit who fits.
+-- One process's periodic call for all its waiters on one semaphore: keep their waiter leases alive,
+-- reclaim lapsed holders and waiters, admit who fits.
 -- KEYS as semaphore-acquire.lua.  ARGV[1] claim ms  ARGV[2..] tokens
--- Returns, per token: 1 holds (granted: claim it), 2 still waiting, 0 gone;
--- then the ms until the nearest lease ends (a grant's reservation included).
-local holders, meta, queue, expiry = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local info = meta
+-- Returns, per token: 1 holds (granted: claim it), 2 still waiting, 0 gone; then the ms until the
+-- nearest lease ends (a grant's reservation included).
+local holders, meta, queue, expiry, tenants, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local claim = tonumber(ARGV[1])
 --!include lib/clock.lua
 --!include lib/holders.lua
@@ -13,16 +12,17 @@ local claim = tonumber(ARGV[1])
 --!include lib/settle.lua
 
 -- A waiter whose lease lapsed is gone, even if its process is back: it rejoins at the back.
+tenants_ready(now)
 holders_prune(now)
 queue_prune(now)
 queue_refresh(ARGV, 2, claim, now)
-grant(now)
+if redis.call('EXISTS', queue) == 1 then grant(now) end
 settle(now)
 local statuses = {}
 for i = 2, #ARGV do
   if redis.call('ZSCORE', holders, ARGV[i]) then
     statuses[#statuses + 1] = 1
-  elseif redis.call('ZSCORE', queue, ARGV[i]) then
+  elseif redis.call('ZSCORE', expiry, ARGV[i]) then
     statuses[#statuses + 1] = 2
   else
     statuses[#statuses + 1] = 0

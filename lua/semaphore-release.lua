@@ -3,12 +3,10 @@
 -- Return a semaphore lease's permits, and admit waiters they make room for: the full path
 -- (semaphore-return.lua is the fast one).
 -- KEYS as semaphore-acquire.lua.  ARGV[1] token  ARGV[2] its weight, or 0 when not known
--- Returns {live, marked[, announcement]}: live is 1 when the lease was live, 0 when it was
--- gone or had lapsed (its entry, if still present, is removed either way); marked says
--- whether the id still has waiters (the store's hint); the announcement
--- names the waiters the release granted, if any.
-local holders, meta, queue, expiry = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local info = meta
+-- Returns {live, marked[, announcement]}: live is 1 when the lease was live, 0 when it was gone or
+-- had lapsed (its members, if still present, are removed either way); marked says whether the id
+-- still has waiters (the store's hint); the announcement names the waiters the release granted.
+local holders, meta, queue, expiry, tenants, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local token, weight = ARGV[1], tonumber(ARGV[2])
 --!include lib/clock.lua
 --!include lib/holders.lua
@@ -16,10 +14,12 @@ local token, weight = ARGV[1], tonumber(ARGV[2])
 --!include lib/grant.lua
 --!include lib/settle.lua
 
+tenants_ready(now)
 local score = holders_remove(token, weight > 0 and weight or nil)
 holders_prune(now)
 queue_prune(now)
-local announced = grant(now)
+local announced = nil
+if redis.call('EXISTS', queue) == 1 then announced = grant(now) end
 local marked = settle(now)
 local live = 1
 if not score or score <= now then live = 0 end

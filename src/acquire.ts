@@ -5,7 +5,7 @@ import type { NotAcquiredReason } from "./errors.js";
 import { type AcquiredEvent, channels, type RejectedEvent, type Subject, subjectOf } from "./events.js";
 import type { CallSettings } from "./options.js";
 import { isMemoryStore, type LocalStore } from "./store/memory.js";
-import type { AcquireReply, QueueOptions, Store } from "./store/types.js";
+import type { AcquireReply, QueueOptions, Store, TenantOptions } from "./store/types.js";
 import { acquireOrCleanUp, leave, waiterLeaseOf } from "./store-call.js";
 import { type Due, foregroundTimers } from "./timers.js";
 import { WaitEnded, waitForGrant } from "./waiting.js";
@@ -81,6 +81,8 @@ export interface KeyOps extends WaitingCalls {
   readonly limit: number;
   readonly weight: number;
   readonly leaseMs: number;
+  /** The caller's tenant and its share (a semaphore call that passed one). */
+  readonly tenant?: Tenant | undefined;
   /** A semaphore's limit and weight, for events. */
   readonly permits?: { limit: number; weight: number };
 }
@@ -101,12 +103,18 @@ export abstract class KeyCalls {
     readonly id: string,
     readonly key: string,
     readonly leaseMs: number,
+    readonly tenant?: Tenant,
   ) {}
 
   get subject(): Subject {
-    this.#subject ??= subjectOf(this.kind, this.id);
+    this.#subject ??= subjectOf(this.kind, this.id, this.tenant?.name);
     return this.#subject;
   }
+}
+
+/** A tenant and its share of an id, as one semaphore call asks for them. */
+export interface Tenant extends TenantOptions {
+  name: string;
 }
 
 /**
@@ -140,14 +148,18 @@ function acquireFrom(
   ops: KeyOps,
   startedAt: number,
 ): Acquired | Refused | Promise<Acquired | Refused> {
-  const token = newToken();
+  // A tenant's lease carries its tenant in its token: every later call on the lease counts against it.
+  const token = ops.tenant === undefined ? newToken() : `${newToken()}@${ops.tenant.name}`;
   if (!isMemoryStore(store)) return acquireRemotely(store, settings, ops, token, startedAt);
   if (settings.waitMs > 0 || settings.retries > 0) return acquireLocally(store, settings, ops, token, startedAt);
-  const reply = store.takeNow(ops.kind, ops.key, token, ops.limit, ops.weight, ops.leaseMs);
+  const reply = store.takeNow(ops.kind, ops.key, token, ops.limit, ops.weight, ops.leaseMs, ops.tenant);
   return reply.acquired
     ? acquired(ops, store, token, startedAt, startedAt, 0)
-    : refused(ops, reply.retryAfterMs, "full", startedAt);
+    : refused(ops, reply.retryAfterMs, why(reply), startedAt);
 }
+
+/** The reason of a refusal that was not a full queue. */
+const why = (reply: AcquireReply): RefusalReason => (reply.tenantFull === true ? "tenant-full" : "full");
 
 async function acquireRemotely(
   store: Store,
@@ -163,7 +175,9 @@ async function acquireRemotely(
     const sentAt = performance.now();
     const reply = await acquireOrCleanUp(store, ops, token);
     if (signal?.aborted) abandon(store, ops, token, signal);
-    return reply.acquired ? acquired(ops, store, token, sentAt, startedAt) : refused(ops, reply.retryAfterMs, "full", startedAt);
+    return reply.acquired
+      ? acquired(ops, store, token, sentAt, startedAt)
+      : refused(ops, reply.retryAfterMs, why(reply), startedAt);
   }
 
   const attempt = async (queue?: QueueOptions): Promise<AcquireReply> => {
@@ -179,7 +193,7 @@ async function acquireRemotely(
     const reply = await attempt(queue);
     if (reply.acquired) return acquired(ops, store, token, sentAt, startedAt);
     if (reply.queued !== true) {
-      return refused(ops, reply.retryAfterMs, reply.queueFull === true ? "queue-full" : "full", startedAt);
+      return refused(ops, reply.retryAfterMs, reply.queueFull === true ? "queue-full" : why(reply), startedAt);
     }
     try {
       const granted = await waitForGrant({
@@ -205,7 +219,7 @@ async function acquireRemotely(
     const sentAt = performance.now();
     const reply = await attempt();
     if (reply.acquired) return acquired(ops, store, token, sentAt, startedAt);
-    if (count >= settings.retries) return refused(ops, reply.retryAfterMs, "full", startedAt);
+    if (count >= settings.retries) return refused(ops, reply.retryAfterMs, why(reply), startedAt);
     if (settings.retryDelayMs > 0) await pauseUnlessAborted(settings.retryDelayMs, signal);
   }
 }
@@ -226,9 +240,9 @@ async function acquireLocally(
   if (settings.waitMs > 0) return waitLocally(store, settings, ops, token, startedAt);
   for (let count = 0; ; count++) {
     const sentAt = performance.now();
-    const reply = store.takeNow(kind, key, token, limit, weight, leaseMs);
+    const reply = store.takeNow(kind, key, token, limit, weight, leaseMs, ops.tenant);
     if (reply.acquired) return acquired(ops, store, token, sentAt, startedAt);
-    if (count >= settings.retries) return refused(ops, reply.retryAfterMs, "full", startedAt);
+    if (count >= settings.retries) return refused(ops, reply.retryAfterMs, why(reply), startedAt);
     if (settings.retryDelayMs > 0) await pauseUnlessAborted(settings.retryDelayMs, settings.signal);
     settings.signal?.throwIfAborted();
   }
@@ -266,14 +280,15 @@ function waitLocally(
       reject(signal?.reason);
     };
     const sentAt = performance.now();
-    const reply = store.waitNow(kind, key, token, limit, weight, {
+    const join = {
       leaseMs,
       until,
       maxQueue: settings.maxQueue,
-      onGrant: (at) => {
+      onGrant: (at: number) => {
         if (end()) resolve({ at });
       },
-    });
+    };
+    const reply = store.waitNow(kind, key, token, limit, weight, join, ops.tenant);
     if (reply.acquired) {
       end();
       resolve({ at: sentAt });
@@ -281,7 +296,7 @@ function waitLocally(
     }
     if (reply.queued !== true) {
       end();
-      resolve(refused(ops, reply.retryAfterMs, reply.queueFull === true ? "queue-full" : "full", startedAt));
+      resolve(refused(ops, reply.retryAfterMs, reply.queueFull === true ? "queue-full" : why(reply), startedAt));
       return;
     }
     timer = foregroundTimers.at(until, () => {

@@ -39,17 +39,27 @@ export class ValidationError extends LeaseholdError {
   }
 }
 
-/** Why an acquire came back empty-handed. */
-export type NotAcquiredReason = "full" | "queue-full" | "wait-timeout";
+/**
+ * Why an acquire came back empty-handed: every permit of the id taken
+ * (`"full"`), the caller's tenant at its `tenantLimit` (`"tenant-full"`,
+ * semaphores with tenants only; when both hold, this one: the tenant's own cap
+ * is what it can act on), the queue at `maxQueue` or `tenantMaxQueue`
+ * (`"queue-full"`), or `waitMs` spent (`"wait-timeout"`).
+ */
+export type NotAcquiredReason = "full" | "tenant-full" | "queue-full" | "wait-timeout";
 
 const REFUSALS: Record<NotAcquiredReason, string> = {
   full: "is full. Shed the call, pass waitMs to queue fairly for a permit, or retries to spin.",
+  "tenant-full":
+    "has no permit left for this tenant. Shed the call, pass waitMs to wait for the tenant's turn, or raise tenantLimit.",
   "queue-full": "is full and its queue is at maxQueue. Shed the call, or raise maxQueue if the wait is worth it.",
   "wait-timeout": "had no permit free within waitMs. Shed the call, or raise waitMs or the limit.",
 };
 
 const LOCK_REFUSALS: Record<NotAcquiredReason, string> = {
   full: "is held by another caller. Back off, pass waitMs to queue fairly for it, or retries to spin.",
+  // Locks take no tenant: never given.
+  "tenant-full": "is held by another caller.",
   "queue-full": "is held and its queue is at maxQueue. Back off, or raise maxQueue.",
   "wait-timeout": "stayed held for all of waitMs. Back off, or raise waitMs.",
 };
@@ -72,15 +82,33 @@ export class SemaphoreNotAcquiredError extends LeaseholdError {
   readonly limit: number;
   /** When a permit is next expected to free up, in ms; an upper bound taken from the nearest lease expiry. */
   readonly retryAfterMs: number;
-  /** `"full"`: every permit taken; `"queue-full"`: the queue was at `maxQueue`; `"wait-timeout"`: `waitMs` ran out. */
+  /**
+   * `"full"`: every permit taken; `"tenant-full"`: the caller's tenant holds its
+   * `tenantLimit`; `"queue-full"`: the queue (or the tenant's share of it) was
+   * full; `"wait-timeout"`: `waitMs` ran out.
+   */
   readonly reason: NotAcquiredReason;
+  /** The caller's tenant, when it passed one. */
+  readonly tenant: string | undefined;
+  /** Its tenant's cap, when it passed a tenant. */
+  readonly tenantLimit: number | undefined;
 
-  constructor(key: string, limit: number, retryAfterMs: number, reason: NotAcquiredReason = "full") {
-    super("ERR_SEMAPHORE_NOT_ACQUIRED", `leasehold: semaphore "${key}" (limit ${limit}) ${REFUSALS[reason]}`);
+  constructor(
+    key: string,
+    limit: number,
+    retryAfterMs: number,
+    reason: NotAcquiredReason = "full",
+    tenant?: { name: string; limit: number },
+  ) {
+    const whose =
+      reason === "tenant-full" && tenant !== undefined ? ` for tenant "${tenant.name}" (tenantLimit ${tenant.limit})` : "";
+    super("ERR_SEMAPHORE_NOT_ACQUIRED", `leasehold: semaphore "${key}" (limit ${limit})${whose} ${REFUSALS[reason]}`);
     this.key = key;
     this.limit = limit;
     this.retryAfterMs = retryAfterMs;
     this.reason = reason;
+    this.tenant = tenant?.name;
+    this.tenantLimit = tenant?.limit;
   }
 }
 

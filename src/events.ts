@@ -1,4 +1,5 @@
 import { channel } from "node:diagnostics_channel";
+import type { NotAcquiredReason } from "./errors.js";
 
 /**
  * The `node:diagnostics_channel` names leasehold publishes on. Publishing
@@ -38,6 +39,8 @@ export interface Subject {
   kind: "semaphore" | "lock";
   name: string;
   id: string;
+  /** The tenant a semaphore call passed, if any. */
+  tenant?: string;
 }
 
 export interface AcquiredEvent extends Subject {
@@ -49,7 +52,7 @@ export interface AcquiredEvent extends Subject {
 }
 
 export interface RejectedEvent extends Subject {
-  reason: "full" | "queue-full" | "wait-timeout";
+  reason: NotAcquiredReason;
   waitedMs: number;
   limit?: number;
 }
@@ -98,7 +101,9 @@ export const channels = {
 };
 
 /** The subject of an id: its kind, its name (up to the first `:`), and the id. */
-export function subjectOf(kind: "semaphore" | "lock", id: string): Subject {
+export function subjectOf(kind: "semaphore" | "lock", id: string, tenant?: string): Subject {
   const colon = id.indexOf(":");
-  return { kind, name: colon === -1 ? id : id.slice(0, colon), id };
+  const subject: Subject = { kind, name: colon === -1 ? id : id.slice(0, colon), id };
+  if (tenant !== undefined) subject.tenant = tenant;
+  return subject;
 }

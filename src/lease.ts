@@ -51,6 +51,8 @@ export interface SemaphoreLease extends Lease {
   readonly limit: number;
   /** How many permits this lease holds. */
   readonly weight: number;
+  /** The tenant the permits count against too, when the call passed one. */
+  readonly tenant: string | undefined;
 }
 
 /** A lease on a lock. */

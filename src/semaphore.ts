@@ -1,4 +1,4 @@
-import { type Acquired, acquireLease, KeyCalls, type KeyOps, type Refused } from "./acquire.js";
+import { type Acquired, acquireLease, KeyCalls, type KeyOps, type Refused, type Tenant } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError, ValidationError } from "./errors.js";
 import { type Subject, subjectOf } from "./events.js";
@@ -17,10 +17,17 @@ import {
 } from "./options.js";
 import type { AcquireReply, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
 import { bounded, isCount, isFigures } from "./store-call.js";
+import {
+  type TenantCallOptions,
+  type TenantDefaults,
+  type TenantFactoryOptions,
+  tenantDefaults,
+  tenantOfCall,
+} from "./tenants.js";
 import { id as checkId, integerAtLeast, knownOptions, optionsObject } from "./validate.js";
 
 /** Options of `acquire` on a semaphore. */
-export interface SemaphoreAcquireOptions extends RetryOptions, WaitOptions, CallOptions {
+export interface SemaphoreAcquireOptions extends RetryOptions, WaitOptions, CallOptions, TenantCallOptions {
   /**
    * How long the permit is held without an extend, in ms.
    * @default the semaphore's leaseMs (60000)
@@ -42,7 +49,7 @@ export interface SemaphoreAcquireOptions extends RetryOptions, WaitOptions, Call
 export interface SemaphoreRunOptions extends SemaphoreAcquireOptions, KeepingOptions {}
 
 /** Options of {@link semaphore}. Every `acquire`/`run` option may be given here as a default. */
-export interface SemaphoreOptions extends RetryOptions, WaitOptions, KeepingOptions {
+export interface SemaphoreOptions extends RetryOptions, WaitOptions, KeepingOptions, TenantFactoryOptions {
   /**
    * Where leases live: an ioredis `Redis` or `Cluster`, a promise of one, a
    * factory, or a store. Omitted: the process-wide embedded memory store.
@@ -81,9 +88,12 @@ export interface Semaphore {
   count(id: string): Promise<number>;
   /**
    * Permit usage of `id` in one store round trip: the limit, permits used,
-   * live holders, callers waiting, and permits available.
+   * live holders, callers waiting, permits available, and how many tenants
+   * hold or wait. With `{ tenant }`, the same for one tenant of the id, its
+   * `limit` being its `tenantLimit` (the one passed here, or the semaphore's).
    */
   stats(id: string): Promise<SemaphoreStats>;
+  stats(id: string, options: { tenant: string; tenantLimit?: number }): Promise<TenantStats>;
 }
 
 /** What {@link Semaphore.stats} reports. */
@@ -96,6 +106,21 @@ export interface SemaphoreStats {
   /** Callers waiting in the queue. */
   waiting: number;
   /** `limit - used`, at least 0 (a lowered limit can leave `used` above it). */
+  available: number;
+  /** Tenants holding or waiting (callers without a tenant are not counted). */
+  tenants: number;
+}
+
+/** What {@link Semaphore.stats} reports for one tenant of an id. */
+export interface TenantStats {
+  tenant: string;
+  /** The tenant's cap: its `tenantLimit`. */
+  limit: number;
+  /** Permits the tenant's live leases hold. */
+  used: number;
+  /** The tenant's callers waiting. */
+  waiting: number;
+  /** `limit - used`, at least 0 (the id's own limit may still be in the way). */
   available: number;
 }
 
@@ -110,8 +135,22 @@ const FACTORY_OPTIONS = [
   "maxQueue",
   "heartbeatMs",
   "onRenewError",
+  "tenantLimit",
+  "tenantMaxQueue",
 ] as const;
-const ACQUIRE_OPTIONS = ["leaseMs", "retries", "retryDelayMs", "waitMs", "maxQueue", "weight", "limit", "signal"] as const;
+const ACQUIRE_OPTIONS = [
+  "leaseMs",
+  "retries",
+  "retryDelayMs",
+  "waitMs",
+  "maxQueue",
+  "weight",
+  "limit",
+  "signal",
+  "tenant",
+  "tenantLimit",
+  "tenantMaxQueue",
+] as const;
 const RUN_OPTIONS = [...ACQUIRE_OPTIONS, "heartbeatMs", "onRenewError"] as const;
 
 const limitFix = "Pass how many holders are allowed at once, e.g. limit: 20.";
@@ -127,6 +166,7 @@ interface PreparedCall {
   settings: CallSettings;
   limit: number;
   weight: number;
+  tenant: Tenant | undefined;
 }
 
 class SemaphoreLeaseHandle extends LeaseHandle implements SemaphoreLease {
@@ -139,6 +179,7 @@ class SemaphoreLeaseHandle extends LeaseHandle implements SemaphoreLease {
     backend: LeaseBackend,
     readonly limit: number,
     readonly weight: number,
+    readonly tenant: string | undefined,
     until?: number,
   ) {
     super(id, token, leaseMs, sentAt, waitedMs, backend, until);
@@ -151,6 +192,7 @@ const leaseOrNull = (outcome: SemaphoreLeaseHandle | Refused): SemaphoreLease | 
 class DistributedSemaphore implements Semaphore {
   readonly #defaults: Defaults;
   readonly #limit: number | ((id: string) => number);
+  readonly #tenants: TenantDefaults;
 
   constructor(options: Record<string, unknown>) {
     if (options.limit === undefined) {
@@ -158,6 +200,7 @@ class DistributedSemaphore implements Semaphore {
     }
     this.#limit = typeof options.limit === "function" ? (options.limit as (id: string) => number) : checkLimit(options.limit);
     this.#defaults = resolveDefaults(options, "semaphore", "leaseMs", 60_000);
+    this.#tenants = tenantDefaults(options, typeof this.#limit === "number" ? this.#limit : undefined);
   }
 
   acquire(id: string, options?: SemaphoreAcquireOptions): Promise<SemaphoreLease | null> {
@@ -177,7 +220,7 @@ class DistributedSemaphore implements Semaphore {
     const taken = this.#take(call);
     const outcome = taken instanceof Promise ? await taken : taken;
     if (!(outcome instanceof LeaseHandle)) {
-      throw new SemaphoreNotAcquiredError(call.id, call.limit, outcome.retryAfterMs, outcome.reason);
+      throw new SemaphoreNotAcquiredError(call.id, call.limit, outcome.retryAfterMs, outcome.reason, call.tenant);
     }
     return keepLease(outcome as SemaphoreLeaseHandle, fn, call.settings);
   }
@@ -188,12 +231,29 @@ class DistributedSemaphore implements Semaphore {
     return bounded(store, "count", store.semaphoreCount(key), isCount, subjectOf("semaphore", id));
   }
 
-  async stats(id: string): Promise<SemaphoreStats> {
+  stats(id: string): Promise<SemaphoreStats>;
+  stats(id: string, options: { tenant: string; tenantLimit?: number }): Promise<TenantStats>;
+  async stats(id: string, options?: { tenant: string; tenantLimit?: number }): Promise<SemaphoreStats | TenantStats> {
     const key = this.#defaults.keys.of(checkId(id));
     const limit = this.#limitFor(id);
+    const given = options === undefined ? undefined : optionsObject(options, "stats");
+    if (given !== undefined) knownOptions(given, ["tenant", "tenantLimit"], "semaphore stats");
+    const tenant = given === undefined ? undefined : tenantOfCall(this.#tenants, given, limit, 1);
     const store = await this.#defaults.source.get();
-    const figures = await bounded(store, "stats", store.semaphoreStats(key), isFigures, subjectOf("semaphore", id));
-    return { limit, ...figures, available: Math.max(0, limit - figures.used) };
+    const subject = subjectOf("semaphore", id, tenant?.name);
+    const figures = await bounded(store, "stats", store.semaphoreStats(key, tenant?.name), isFigures, subject);
+    if (tenant === undefined) {
+      return {
+        limit,
+        used: figures.used,
+        holders: figures.holders,
+        waiting: figures.waiting,
+        available: Math.max(0, limit - figures.used),
+        tenants: figures.tenants ?? 0,
+      };
+    }
+    const { used, waiting } = figures;
+    return { tenant: tenant.name, limit: tenant.limit, used, waiting, available: Math.max(0, tenant.limit - used) };
   }
 
   /** Validates everything about a call before any slot is taken. */
@@ -202,7 +262,7 @@ class DistributedSemaphore implements Semaphore {
     if (options === undefined) {
       // No per-call options: the defaults, resolved once.
       const settings = keeping ? this.#defaults.plain.run : this.#defaults.plain.acquire;
-      return { id, key: this.#defaults.keys.of(id), settings, limit: this.#limitFor(id), weight: 1 };
+      return { id, key: this.#defaults.keys.of(id), settings, limit: this.#limitFor(id), weight: 1, tenant: undefined };
     }
     const given = optionsObject(options, keeping ? "run" : "acquire");
     knownOptions(given, keeping ? RUN_OPTIONS : ACQUIRE_OPTIONS, `semaphore ${keeping ? "run" : "acquire"}`);
@@ -216,7 +276,8 @@ class DistributedSemaphore implements Semaphore {
         `\`weight\` ${weight} is above the limit ${limit} of "${id}": such a call could never be admitted. Lower the weight or raise the limit.`,
       );
     }
-    return { id, key: this.#defaults.keys.of(id), settings, limit, weight };
+    const tenant = tenantOfCall(this.#tenants, given as TenantCallOptions, limit, weight);
+    return { id, key: this.#defaults.keys.of(id), settings, limit, weight, tenant };
   }
 
   #limitFor(id: string): number {
@@ -235,7 +296,7 @@ class DistributedSemaphore implements Semaphore {
 
   /** The lease, or why not; in the same turn when the store can answer at once (the embedded one). */
   #take(call: PreparedCall): SemaphoreLeaseHandle | Refused | Promise<SemaphoreLeaseHandle | Refused> {
-    const ops = new SemaphoreOps(call.id, call.key, call.limit, call.weight, call.settings.leaseMs);
+    const ops = new SemaphoreOps(call.id, call.key, call.limit, call.weight, call.settings.leaseMs, call.tenant);
     const outcome = acquireLease(this.#defaults.source, call.settings, ops);
     if (outcome instanceof Promise) return outcome.then((had) => this.#handle(call, ops, had));
     return this.#handle(call, ops, outcome);
@@ -253,6 +314,7 @@ class DistributedSemaphore implements Semaphore {
       ops,
       call.limit,
       call.weight,
+      call.tenant?.name,
       outcome.until,
     );
   }
@@ -269,8 +331,9 @@ class SemaphoreOps extends KeyCalls implements KeyOps, LeaseBackend {
     readonly limit: number,
     readonly weight: number,
     leaseMs: number,
+    tenant: Tenant | undefined,
   ) {
-    super("semaphore", id, key, leaseMs);
+    super("semaphore", id, key, leaseMs, tenant);
   }
 
   get permits(): { limit: number; weight: number } {
@@ -278,7 +341,7 @@ class SemaphoreOps extends KeyCalls implements KeyOps, LeaseBackend {
   }
 
   take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply> {
-    return store.semaphoreAcquire(this.key, token, this.limit, this.weight, this.leaseMs, queue);
+    return store.semaphoreAcquire(this.key, token, this.limit, this.weight, this.leaseMs, queue, this.tenant);
   }
 
   leave(store: Store, token: string): Promise<void> {

@@ -78,6 +78,15 @@ export function prefix(value: unknown): string {
   );
 }
 
+/** A tenant: a non-empty printable string of at most 256 characters (it travels in lease tokens and store keys' members). */
+export function tenant(value: unknown): string {
+  if (typeof value === "string" && value.length > 0 && value.length <= 256 && !CONTROL.test(value)) return value;
+  throw new ValidationError(
+    "tenant",
+    `\`tenant\` must be a non-empty string of at most 256 printable characters naming who the call is for (e.g. "acme"), got ${show(value)}.`,
+  );
+}
+
 /** An id to lease: a non-empty printable string of at most MAX_ID_LENGTH characters. */
 export function id(value: unknown): string {
   if (typeof value !== "string" || value.length === 0) {

@@ -84,9 +84,9 @@ describe("redis store", () => {
     const slots = semaphore(redis, { limit: 3, prefix });
     for (const id of ["plain", "{tag}", "a}b{c", "}leading", "trailing{", "a:b:c", "with spaces", "ünïcødé-日本-🚀"]) {
       const leases = [await slots.acquire(id, { weight: 2 }), await slots.acquire(id)];
-      // A waiter makes the waiting room's keys: the holders set, the meta hash, the queue and its leases.
+      // A waiter makes the waiting room's keys: the holders set, the meta hash, the queue, its leases, the turns.
       const waiting = slots.acquire(id, { waitMs: 10_000 });
-      await eventually(async () => (await redis.keys(`*${prefix}*`)).length === 4);
+      await eventually(async () => (await redis.keys(`*${prefix}*`)).length === 5);
       const keys = await redis.keys(`*${prefix}*`);
       expect(new Set(keys.map((key) => calculateSlot(key))).size).toBe(1);
       for (const lease of leases) await lease?.release();

@@ -1,29 +1,50 @@
--- Admits waiters from the head, in ticket order, while the permits held, theirs
--- included, fit within both their own limit and the id's ('~l' in meta: the limit of
--- the latest acquire that met or joined the queue): a waiter that does not fit holds
--- back those behind it (strict order). A granted waiter holds its permits until its
--- own waiter lease ends (its reservation) unless its process claims them with a full
--- lease first, so a dead waiter blocks for at most one waiter lease.
--- Announces "<shortest reservation ms> <token> <token>..." on the id's channel, so other
--- processes know when an unclaimed grant could lapse, and returns that announcement
--- (nil when nothing was granted), so a release can also hand it to its own process.
+-- Grants waiters in turn. Over the waiting tenants in turn order (the tag of their next turn, then
+-- their name), each tenant's first waiter: a tenant at its cap is skipped (it holds back nobody
+-- else); the first whose waiter does not fit the permits held (within its own limit and the id's,
+-- '~l' in meta: the limit of the latest acquire that met or joined the queue) stops the grants
+-- (nobody overtakes it). Each grant serves a turn: the tenant's next is one tag on, and '~v' (the
+-- tag of the last turn served) is where a newly waiting tenant starts, so tenants are served in
+-- turn and a newcomer within one turn of the others.
+-- A granted waiter holds its permits until its own waiter lease ends (its reservation) unless its
+-- process claims them with a full lease first, so a dead waiter blocks for at most one waiter
+-- lease. `self`, the caller of this very call, gets a full lease of `selfLease` ms instead, and is
+-- told by the reply rather than announced.
+-- Announces "<shortest reservation ms> <token> <token>..." on the id's channel, so other processes
+-- know when an unclaimed grant could lapse, and returns that announcement (nil when nothing was
+-- granted), so a release can also hand it to its own process.
 -- Needs holders.lua and queue.lua; the caller ends with settle().
-local function grant(now)
+local function grant(now, self, selfLease)
   local idLimit = tonumber(redis.call('HGET', meta, '~l'))
   local used = holders_used()
   local granted = {}
   local reserved = nil
+  local i = 0
   while true do
-    local head = queue_head()
-    if not head then break end
-    local w, own = queue_info(head)
-    if used + w > math.min(own, idLimit or own) then break end
-    local ends = tonumber(redis.call('ZSCORE', expiry, head))
-    queue_drop(head)
-    holders_add(head, w, ends)
-    used = used + w
-    granted[#granted + 1] = head
-    if not reserved or ends - now < reserved then reserved = ends - now end
+    local turn = redis.call('ZRANGE', turns, i, i, 'WITHSCORES')
+    if not turn[1] then break end
+    local tenant, tag = turn[1], tonumber(turn[2])
+    local head = queue_head(tenant)
+    local w, own, cap = queue_info(head)
+    if tenant ~= '' and cap > 0 and tenant_used(tenant) + w > cap then
+      i = i + 1
+    elseif used + w > math.min(own, idLimit or own) then
+      break
+    else
+      local ends = tonumber(redis.call('ZSCORE', expiry, head))
+      queue_drop(head)
+      redis.call('HSET', meta, '~v', tag)
+      if redis.call('ZSCORE', turns, tenant) then redis.call('ZADD', turns, tag + 1, tenant) end
+      if head == self then
+        holders_add(head, w, now + selfLease)
+      else
+        holders_add(head, w, ends)
+        granted[#granted + 1] = head
+        if not reserved or ends - now < reserved then reserved = ends - now end
+      end
+      tenants_add(tenant, w)
+      used = used + w
+      i = 0
+    end
   end
   if #granted == 0 then return nil end
   local announcement = reserved .. ' ' .. table.concat(granted, ' ')

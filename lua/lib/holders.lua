@@ -1,29 +1,68 @@
--- Semaphore holders. Expects the local `holders`: a sorted set of lease ends in ms, one member
--- per permit: a holder of weight w is its token plus 'token~2' .. 'token~w' (tokens never hold
--- '~'), all at the same score, so permits used = members, and no other key ever has to be read
--- (or could be evicted apart) to know them. The marker '~' at score -inf says waiters exist
--- (see lib/settle.lua); lapsed leases are pruned from '(-inf', a range that never takes it.
+-- Semaphore holders. Expects the locals `holders`, a sorted set of lease ends in ms with one member per
+-- permit, and `tenants`, the tenant index (or nil when the call declared none). A lease token is
+-- '<random>' or '<random>@<tenant>' (random: base64url, no '@' or '~'); a holder of weight w is its
+-- token plus '<random>~2[@<tenant>]' .. '<random>~w[@<tenant>]', all at one score, so permits used =
+-- members, and no other key ever has to be read (or could be evicted apart) to know them.
+-- Markers sit at score -inf: '~' while waiters exist (see settle.lua), '~t' while tenant holders
+-- exist (the index `tenants`, tenant -> permits held, is then kept, and rebuilt from the holders if
+-- it was lost). Lapsed leases are pruned from '(-inf', a range that never takes a marker.
+
+-- The tenant of a member or token: what follows its first '@' ('' for none).
+local function tenant_of(member)
+  local at = string.find(member, '@', 1, true)
+  if at then return string.sub(member, at + 1) end
+  return ''
+end
+
+-- The members of one holder of weight w, for ZADD (each preceded by `score`) or ZREM.
+local function holders_members(token, weight, score)
+  local at = string.find(token, '@', 1, true)
+  local base, suffix = token, ''
+  if at then base, suffix = string.sub(token, 1, at - 1), string.sub(token, at) end
+  local members = {}
+  for i = 1, weight do
+    if score then members[#members + 1] = score end
+    if i == 1 then members[#members + 1] = token else members[#members + 1] = base .. '~' .. i .. suffix end
+  end
+  return members
+end
+
+-- The tenant index is there (rebuilt from the live holders if it was evicted apart from them).
+local function tenants_ready(now)
+  if not tenants or not redis.call('ZSCORE', holders, '~t') or redis.call('EXISTS', tenants) == 1 then return end
+  local live = redis.call('ZRANGEBYSCORE', holders, '(-inf', '+inf')
+  for i = 1, #live do
+    local tenant = tenant_of(live[i])
+    if tenant ~= '' then redis.call('ZINCRBY', tenants, 1, tenant) end
+  end
+  if redis.call('EXISTS', tenants) == 0 then redis.call('ZREM', holders, '~t') end
+end
+
+-- Permits held by a tenant.
+local function tenant_used(tenant)
+  if tenant == '' or not tenants then return 0 end
+  return tonumber(redis.call('ZSCORE', tenants, tenant)) or 0
+end
+
+local function tenants_add(tenant, permits)
+  if tenant == '' or not tenants then return end
+  if tonumber(redis.call('ZINCRBY', tenants, permits, tenant)) <= 0 then redis.call('ZREM', tenants, tenant) end
+  if permits > 0 then redis.call('ZADD', holders, '-inf', '~t') end
+end
 
 -- Lapsed leases are reclaimed here rather than by a sweeper.
 local function holders_prune(now)
+  if tenants and redis.call('ZSCORE', holders, '~t') then
+    tenants_ready(now)
+    local lapsed = redis.call('ZRANGEBYSCORE', holders, '(-inf', now)
+    for i = 1, #lapsed do tenants_add(tenant_of(lapsed[i]), -1) end
+  end
   redis.call('ZREMRANGEBYSCORE', holders, '(-inf', now)
 end
 
 -- Permits held, lapsed or not (the caller prunes first when it matters).
 local function holders_used()
-  local card = redis.call('ZCARD', holders)
-  if card > 0 and redis.call('ZSCORE', holders, '~') then card = card - 1 end
-  return card
-end
-
--- The members of one holder of weight w, for ZADD (with its score) or ZREM.
-local function holders_members(token, weight, score)
-  local members = {}
-  for i = 1, weight do
-    if score then members[#members + 1] = score end
-    if i == 1 then members[#members + 1] = token else members[#members + 1] = token .. '~' .. i end
-  end
-  return members
+  return redis.call('ZCARD', holders) - redis.call('ZCOUNT', holders, '-inf', '-inf')
 end
 
 local function holders_add(token, weight, ends)
@@ -33,7 +72,7 @@ end
 -- The weight of a holder, counted from its members (when the caller does not say).
 local function holders_weight(token)
   local w = 1
-  while redis.call('ZSCORE', holders, token .. '~' .. (w + 1)) do w = w + 1 end
+  while redis.call('ZSCORE', holders, holders_members(token, w + 1)[w + 1]) do w = w + 1 end
   return w
 end
 
@@ -41,12 +80,21 @@ end
 local function holders_remove(token, weight)
   local score = redis.call('ZSCORE', holders, token)
   if not score then return false end
-  redis.call('ZREM', holders, unpack(holders_members(token, weight or holders_weight(token))))
+  local w = weight or holders_weight(token)
+  redis.call('ZREM', holders, unpack(holders_members(token, w)))
+  tenants_add(tenant_of(token), -w)
   return tonumber(score)
 end
 
--- Ms until the nearest lease ends: when a permit frees at the latest.
-local function holders_next(now)
+-- Ms until the nearest lease (of `tenant`, when given) ends: when a permit frees at the latest.
+local function holders_next(now, tenant)
+  if tenant and tenant ~= '' then
+    local live = redis.call('ZRANGEBYSCORE', holders, '(-inf', '+inf', 'WITHSCORES')
+    for i = 1, #live, 2 do
+      if tenant_of(live[i]) == tenant then return math.max(1, tonumber(live[i + 1]) - now) end
+    end
+    return 1
+  end
   local first = redis.call('ZRANGEBYSCORE', holders, '(-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
   if first[2] then return math.max(1, tonumber(first[2]) - now) end
   return 1
@@ -55,6 +103,6 @@ end
 -- The latest lease end among holders, or nil.
 local function holders_latest()
   local last = redis.call('ZRANGE', holders, -1, -1, 'WITHSCORES')
-  if last[1] and last[1] ~= '~' then return tonumber(last[2]) end
+  if last[2] and tonumber(last[2]) ~= -math.huge then return tonumber(last[2]) end
   return nil
 end

@@ -1,14 +1,48 @@
--- The waiting room, shared by semaphores and locks. Expects locals `queue` (sorted set:
--- token -> ticket, in arrival order), `expiry` (sorted set: token -> waiter lease end, ms) and
--- `info` (a semaphore's meta hash: '?'..token -> "weight limit" of each waiter, as the caller
--- passed them (strings: a limit of 2^53 must not turn into "9.007199254741e+15"); nil for locks).
--- A waiter's own short lease is refreshed by its process; a waiter whose process died lapses
--- and stops blocking the ones behind it.
+-- The waiting room, shared by semaphores and locks. Expects the locals:
+--   queue   sorted set, all at score 0, ordered by member: '<tenant>\0<ticket, 15 digits>\0<token>', so
+--           each tenant's waiters come in arrival order and a range query finds a tenant's first or last
+--   expiry  sorted set: token -> waiter lease end, ms (a token is waiting iff it is here)
+--   meta    hash: '?'..token -> "weight limit tenantLimit ticket" as the caller passed them (strings: a
+--           limit of 2^53 must not turn into "9.007199254741e+15"); tenantLimit 0 for none; and '~v'
+--   turns   sorted set: waiting tenant -> the tag of its next turn (nil for a lock: one line, no turns)
+-- A lock's waiters are all the tenant ''. A waiter's own short lease is refreshed by its process; a
+-- waiter whose process died lapses and stops blocking the ones behind it.
+
+local function queue_tenant(tenant)
+  return '[' .. tenant .. '\0', '(' .. tenant .. '\1'
+end
+
+local function queue_member(tenant, ticket, token)
+  return tenant .. '\0' .. string.format('%015d', ticket) .. '\0' .. token
+end
+
+-- Weight, own limit, tenant cap (0: none) and ticket of a waiter. Without its entry (an evicted
+-- meta hash), the most cautious reading: weight 1, limit 1 (granted only when nothing is held).
+local function queue_info(token)
+  local w, l, t, n = string.match(redis.call('HGET', meta, '?' .. token) or '', '^(%d+) (%d+) (%d+) (%d+)$')
+  return tonumber(w) or 1, tonumber(l) or 1, tonumber(t) or 0, tonumber(n)
+end
 
 local function queue_drop(token)
-  redis.call('ZREM', queue, token)
+  local at = string.find(token, '@', 1, true)
+  local tenant = at and string.sub(token, at + 1) or ''
+  local _, _, _, ticket = queue_info(token)
+  if ticket then
+    redis.call('ZREM', queue, queue_member(tenant, ticket, token))
+  else
+    -- Its entry was lost: find it in its tenant's line.
+    local from, to = queue_tenant(tenant)
+    local line = redis.call('ZRANGEBYLEX', queue, from, to)
+    for i = 1, #line do
+      if string.sub(line[i], -#token - 1) == '\0' .. token then redis.call('ZREM', queue, line[i]) end
+    end
+  end
   redis.call('ZREM', expiry, token)
-  if info then redis.call('HDEL', info, '?' .. token) end
+  redis.call('HDEL', meta, '?' .. token)
+  if turns then
+    local from, to = queue_tenant(tenant)
+    if redis.call('ZLEXCOUNT', queue, from, to) == 0 then redis.call('ZREM', turns, tenant) end
+  end
 end
 
 local function queue_prune(now)
@@ -16,24 +50,29 @@ local function queue_prune(now)
   for i = 1, #lapsed do queue_drop(lapsed[i]) end
 end
 
--- Weight and own limit of a waiter. Without its entry (a lock, or an evicted meta hash), 1 and 1:
--- the most cautious reading, granted only when nothing is held.
-local function queue_info(token)
-  local w, l = string.match(info and redis.call('HGET', info, '?' .. token) or '', '^(%d+) (%d+)$')
-  return tonumber(w) or 1, tonumber(l) or 1
+-- The token of a tenant's first waiter, or nil.
+local function queue_head(tenant)
+  local from, to = queue_tenant(tenant)
+  local first = redis.call('ZRANGEBYLEX', queue, from, to, 'LIMIT', 0, 1)[1]
+  if first then return string.sub(first, #tenant + 18) end
+  return nil
 end
 
-local function queue_head()
-  return redis.call('ZRANGE', queue, 0, 0)[1]
-end
-
--- The server assigns the order: a ticket after the last one queued. `weight` and `limit` are
--- the caller's arguments, kept as they came.
-local function queue_join(token, weight, limit, claim, now)
-  local last = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')
-  redis.call('ZADD', queue, (tonumber(last[2]) or 0) + 1, token)
-  redis.call('ZADD', expiry, now + claim, token)
-  if info then redis.call('HSET', info, '?' .. token, weight .. ' ' .. limit) end
+-- Joins at the end of its tenant's line; a tenant new to the queue takes the turn after the last
+-- one served. `weight`, `limit` and `tenantLimit` are the caller's arguments, kept as they came.
+local function queue_join(token, weight, limit, tenantLimit, ends)
+  local at = string.find(token, '@', 1, true)
+  local tenant = at and string.sub(token, at + 1) or ''
+  local from, to = queue_tenant(tenant)
+  local last = redis.call('ZREVRANGEBYLEX', queue, to, from, 'LIMIT', 0, 1)[1]
+  local ticket = 1
+  if last then ticket = tonumber(string.sub(last, #tenant + 2, #tenant + 16)) + 1 end
+  redis.call('ZADD', queue, 0, queue_member(tenant, ticket, token))
+  redis.call('ZADD', expiry, ends, token)
+  redis.call('HSET', meta, '?' .. token, weight .. ' ' .. limit .. ' ' .. tenantLimit .. ' ' .. ticket)
+  if turns and not redis.call('ZSCORE', turns, tenant) then
+    redis.call('ZADD', turns, (tonumber(redis.call('HGET', meta, '~v')) or 0) + 1, tenant)
+  end
 end
 
 -- Keeps the waiter leases of these tokens (those still queued) for `claim` ms more.

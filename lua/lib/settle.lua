@@ -1,9 +1,9 @@
--- How a semaphore's full path ends: every key of the id lives exactly until the latest
--- lease or waiter lease it holds ends, and vanishes with it (no sweeper, no garbage). While
--- waiters exist, the marker '~' in the holders set sends the fast paths (semaphore-take.lua,
--- semaphore-return.lua) to the full scripts, so that a newcomer never jumps the queue and a
--- freed permit is handed on; it is cleared here once they are gone, with the waiting room's
--- keys. The holders set outlives the queue, so the marker cannot lapse before it.
+-- How a semaphore's full path ends: every key of the id lives exactly until the latest lease or
+-- waiter lease it holds ends, and vanishes with it (no sweeper, no garbage). While waiters exist,
+-- the marker '~' in the holders set sends the fast paths (semaphore-take.lua, semaphore-return.lua)
+-- to the full scripts, so that a newcomer never jumps the queue and a freed permit is handed on;
+-- it is cleared here once they are gone, with the waiting room's keys. The holders set outlives
+-- the others, so its markers cannot lapse before what they stand for.
 -- Returns 1 when the marker is set, 0 when not: the store's hint for its next call.
 -- Needs holders.lua and queue.lua.
 local function settle(now)
@@ -12,7 +12,7 @@ local function settle(now)
   if waiters and waiters <= now then waiters = nil end
   if waiters and (not latest or waiters > latest) then latest = waiters end
   if not latest or latest <= now then
-    redis.call('DEL', holders, meta, queue, expiry)
+    redis.call('DEL', holders, meta, queue, expiry, tenants, turns)
     return 0
   end
   local at = latest + 1
@@ -21,9 +21,15 @@ local function settle(now)
     redis.call('PEXPIREAT', meta, at)
     redis.call('PEXPIREAT', queue, at)
     redis.call('PEXPIREAT', expiry, at)
+    redis.call('PEXPIREAT', turns, at)
   else
     redis.call('ZREM', holders, '~')
-    redis.call('DEL', meta, queue, expiry)
+    redis.call('DEL', meta, queue, expiry, turns)
+  end
+  if redis.call('EXISTS', tenants) == 1 then
+    redis.call('PEXPIREAT', tenants, at)
+  else
+    redis.call('ZREM', holders, '~t')
   end
   redis.call('PEXPIREAT', holders, at)
   if waiters then return 1 end

@@ -1,8 +1,7 @@
--- The full acquire's common case, before any helper is defined (defining them costs each
--- call more than its commands): nobody waiting (no marker). The same step as
--- semaphore-take.lua for one token. Expects locals holders, token, limit, weight, lease,
--- claim and now. Returns, except when full with claim > 0: then the caller goes on to the
--- waiting room.
+-- The full acquire's common case, before any helper is defined (defining them costs each call more
+-- than its commands): nobody waiting and no tenant. The same step as semaphore-take.lua for one
+-- token. Expects locals holders, token, limit, weight, lease, claim and now. Returns, except when
+-- full with claim > 0: then the caller goes on to the waiting room.
 local card = redis.call('ZCARD', holders)
 if card + weight > limit then
   redis.call('ZREMRANGEBYSCORE', holders, '(-inf', now)

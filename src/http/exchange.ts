@@ -215,10 +215,12 @@ class LeaseView implements Lease {
 class SemaphoreLeaseView extends LeaseView implements SemaphoreLease {
   readonly limit: number;
   readonly weight: number;
+  readonly tenant: string | undefined;
 
   constructor(lease: LeaseHandle & Partial<SemaphoreLease>, exchange: Exchange) {
     super(lease, exchange);
     this.limit = lease.limit as number;
     this.weight = lease.weight as number;
+    this.tenant = lease.tenant;
   }
 }

@@ -7,8 +7,10 @@ import type {
   QueueOptions,
   SemaphoreFigures,
   Store,
+  TenantOptions,
   WaiterRefresh,
 } from "./types.js";
+import { tenantOf } from "./types.js";
 
 /**
  * Where the embedded store reads the time and sets its clean-up timers: the
@@ -30,13 +32,17 @@ const processClock: MemoryClock = {
 interface Holder {
   expiresAt: number;
   weight: number;
+  tenant: string;
 }
 
-/** A caller in the waiting room. Map insertion order is ticket order. */
+/** A caller in the waiting room. */
 interface Waiter {
+  tenant: string;
   weight: number;
   /** The limit its call passed: it is granted only within it. */
   limit: number;
+  /** Its tenant's cap as its call passed it (Infinity: none). */
+  tenantLimit: number;
   /**
    * Its waiter lease; a grant reserves its permits until then. A waiter of
    * this process (`onGrant`) has none to refresh: it stays until its wait ends.
@@ -54,9 +60,12 @@ export interface LocalWaiter {
 }
 
 interface SemaphoreState {
+  key: string;
   holders: Map<string, Holder>;
-  /** Permits of every holder present, lapsed or not (as `ZCARD + ~extra` in Redis). */
+  /** Permits of every holder present, lapsed or not (as the members of the holders set in Redis). */
   used: number;
+  /** The same, per tenant (the `:t` index in Redis); a tenant with none is not kept. */
+  tenantUsed: Map<string, number>;
   /** At most the earliest expiry among holders present: pruning is skipped until it passes. */
   earliest: number;
   queue: Queue;
@@ -72,21 +81,39 @@ interface LockState {
   cleanup: unknown;
 }
 
-/** Waiters in ticket order, and at most the earliest waiter lease end among them: pruning waits until it passes. */
+/**
+ * The waiting room (lua/lib/queue.lua): every waiter by token, each tenant's
+ * waiters in arrival order, and the tag of each waiting tenant's next turn
+ * (tenants are served in turn: see lua/lib/grant.lua). A lock's waiters are
+ * all the tenant "". `earliest` is at most the earliest waiter lease end:
+ * pruning waits until it passes.
+ */
 interface Queue {
   waiters: Map<string, Waiter>;
+  tenants: Map<string, Map<string, Waiter>>;
+  turns: Map<string, number>;
+  /** The tag of the last turn served. */
+  virtual: number;
   earliest: number;
 }
 
-const newQueue = (): Queue => ({ waiters: new Map(), earliest: Number.POSITIVE_INFINITY });
+const newQueue = (): Queue => ({
+  waiters: new Map(),
+  tenants: new Map(),
+  turns: new Map(),
+  virtual: 0,
+  earliest: Number.POSITIVE_INFINITY,
+});
 
 const DEFAULT_WAITER_LEASE_MS = 5000;
 
 // ---- holders (lua/lib/holders.lua) ----
 
 function holdersAdd(state: SemaphoreState, token: string, weight: number, expiresAt: number): void {
-  state.holders.set(token, { expiresAt, weight });
+  const tenant = tenantOf(token);
+  state.holders.set(token, { expiresAt, weight, tenant });
   state.used += weight;
+  if (tenant !== "") state.tenantUsed.set(tenant, (state.tenantUsed.get(tenant) ?? 0) + weight);
   state.earliest = Math.min(state.earliest, expiresAt);
 }
 
@@ -95,6 +122,11 @@ function holdersRemove(state: SemaphoreState, token: string): Holder | undefined
   if (holder === undefined) return undefined;
   state.holders.delete(token);
   state.used -= holder.weight;
+  if (holder.tenant !== "") {
+    const left = (state.tenantUsed.get(holder.tenant) ?? 0) - holder.weight;
+    if (left > 0) state.tenantUsed.set(holder.tenant, left);
+    else state.tenantUsed.delete(holder.tenant);
+  }
   if (state.holders.size === 0) state.earliest = Number.POSITIVE_INFINITY;
   return holder;
 }
@@ -110,21 +142,40 @@ function holdersPrune(state: SemaphoreState, now: number): void {
   state.earliest = earliest;
 }
 
-/** Ms until the nearest live lease ends (a reservation included): when a permit frees at the latest. */
-function holdersNext(state: SemaphoreState, now: number): number {
+/** Ms until the nearest live lease (of `tenant`, if given) ends, a reservation included: when a permit frees at the latest. */
+function holdersNext(state: SemaphoreState, now: number, tenant?: string): number {
   let nearest = Number.POSITIVE_INFINITY;
-  for (const holder of state.holders.values()) if (holder.expiresAt > now) nearest = Math.min(nearest, holder.expiresAt);
+  for (const holder of state.holders.values()) {
+    if (holder.expiresAt > now && (tenant === undefined || holder.tenant === tenant))
+      nearest = Math.min(nearest, holder.expiresAt);
+  }
   return untilMs(nearest, now);
 }
 
+function tenantUsed(state: SemaphoreState, tenant: string): number {
+  return tenant === "" ? 0 : (state.tenantUsed.get(tenant) ?? 0);
+}
+
 // ---- queue (lua/lib/queue.lua) ----
+
+function queueDrop(queue: Queue, token: string): void {
+  const waiter = queue.waiters.get(token);
+  if (waiter === undefined) return;
+  queue.waiters.delete(token);
+  const ofTenant = queue.tenants.get(waiter.tenant);
+  ofTenant?.delete(token);
+  if (ofTenant !== undefined && ofTenant.size === 0) {
+    queue.tenants.delete(waiter.tenant);
+    queue.turns.delete(waiter.tenant);
+  }
+}
 
 /** Waiters whose process stopped refreshing them (or whose wait ended) leave the queue. */
 function queuePrune(queue: Queue, now: number): void {
   if (queue.earliest > now) return;
   let earliest = Number.POSITIVE_INFINITY;
   for (const [token, waiter] of queue.waiters) {
-    if (waiter.expiresAt <= now) queue.waiters.delete(token);
+    if (waiter.expiresAt <= now) queueDrop(queue, token);
     else earliest = Math.min(earliest, waiter.expiresAt);
   }
   queue.earliest = earliest;
@@ -144,25 +195,33 @@ function queueRefresh(queue: Queue, tokens: readonly string[], claimMs: number, 
   }
 }
 
+/** Joins at the end of its tenant's line; a tenant new to the queue takes the turn after the last one served. */
 function queueAdd(queue: Queue, token: string, waiter: Waiter): void {
   queue.waiters.set(token, waiter);
+  let ofTenant = queue.tenants.get(waiter.tenant);
+  if (ofTenant === undefined) {
+    ofTenant = new Map();
+    queue.tenants.set(waiter.tenant, ofTenant);
+    queue.turns.set(waiter.tenant, queue.virtual + 1);
+  }
+  ofTenant.set(token, waiter);
   queue.earliest = Math.min(queue.earliest, waiter.expiresAt);
 }
 
-/** Joins the queue, refuses, or says the queue is full (lua/semaphore-acquire.lua's tail). */
-function queueJoin(
-  queue: Queue,
-  token: string,
-  weight: number,
-  limit: number,
-  now: number,
-  options: QueueOptions | undefined,
-  retryAfterMs: number,
-): AcquireReply {
-  if (options === undefined) return { acquired: false, retryAfterMs };
-  if (options.maxQueue > 0 && queue.waiters.size >= options.maxQueue) return { acquired: false, queueFull: true, retryAfterMs };
-  queueAdd(queue, token, { weight, limit, expiresAt: now + options.claimMs });
-  return { acquired: false, queued: true, retryAfterMs };
+/** The waiting tenants in turn order: by the tag of their next turn, then by name. */
+function queueInTurn(queue: Queue): string[] {
+  return [...queue.turns].sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([tenant]) => tenant);
+}
+
+/** The first waiter of a tenant's line. */
+function queueHead(queue: Queue, tenant: string): [string, Waiter] {
+  return (queue.tenants.get(tenant) as Map<string, Waiter>).entries().next().value as [string, Waiter];
+}
+
+/** A tenant's turn is served: the next is one tag on, if it still has waiters. */
+function queueServed(queue: Queue, tenant: string, tag: number): void {
+  queue.virtual = tag;
+  if (queue.turns.has(tenant)) queue.turns.set(tenant, tag + 1);
 }
 
 /** What a local wait joins with: the wait's end stands for the waiter lease. */
@@ -184,9 +243,25 @@ function untilMs(at: number, now: number): number {
  * primitive; a lock ignores `limit` and `weight`.
  */
 export interface LocalStore extends Store {
-  takeNow(kind: Kind, key: string, token: string, limit: number, weight: number, leaseMs: number): AcquireReply;
+  takeNow(
+    kind: Kind,
+    key: string,
+    token: string,
+    limit: number,
+    weight: number,
+    leaseMs: number,
+    tenant?: TenantOptions,
+  ): AcquireReply;
   /** Takes at once, or queues as a waiter of this process until `join.until` (then `onGrant`), or refuses / is full. */
-  waitNow(kind: Kind, key: string, token: string, limit: number, weight: number, join: LocalJoin): AcquireReply;
+  waitNow(
+    kind: Kind,
+    key: string,
+    token: string,
+    limit: number,
+    weight: number,
+    join: LocalJoin,
+    tenant?: TenantOptions,
+  ): AcquireReply;
   leaveNow(kind: Kind, key: string, token: string): void;
   extendNow(kind: Kind, key: string, token: string, leaseMs: number): boolean;
   releaseNow(kind: Kind, key: string, token: string): boolean;
@@ -225,8 +300,9 @@ class MemoryStore implements LocalStore {
     weight: number,
     leaseMs: number,
     queue?: QueueOptions,
+    tenant?: TenantOptions,
   ): Promise<AcquireReply> {
-    return this.#semaphoreAcquire(key, token, limit, weight, leaseMs, queue, undefined);
+    return this.#semaphoreAcquire(key, token, limit, weight, leaseMs, queue, undefined, tenant);
   }
 
   async semaphoreExtend(key: string, token: string, leaseMs: number): Promise<boolean> {
@@ -241,20 +317,28 @@ class MemoryStore implements LocalStore {
     return (await this.semaphoreStats(key)).holders;
   }
 
-  async semaphoreStats(key: string): Promise<SemaphoreFigures> {
+  async semaphoreStats(key: string, tenant?: string): Promise<SemaphoreFigures> {
     const now = this.clock.now();
     const state = this.#semaphores.get(key);
-    if (state === undefined) return { used: 0, holders: 0, waiting: 0 };
+    if (state === undefined)
+      return tenant === undefined ? { used: 0, holders: 0, waiting: 0, tenants: 0 } : { used: 0, holders: 0, waiting: 0 };
     let used = 0;
     let holders = 0;
+    const tenants = new Set<string>();
     for (const holder of state.holders.values()) {
       if (holder.expiresAt <= now) continue;
+      if (holder.tenant !== "") tenants.add(holder.tenant);
+      if (tenant !== undefined && holder.tenant !== tenant) continue;
       used += holder.weight;
       holders++;
     }
     let waiting = 0;
-    for (const waiter of state.queue.waiters.values()) if (waiter.expiresAt > now) waiting++;
-    return { used, holders, waiting };
+    for (const waiter of state.queue.waiters.values()) {
+      if (waiter.expiresAt <= now) continue;
+      if (waiter.tenant !== "") tenants.add(waiter.tenant);
+      if (tenant === undefined || waiter.tenant === tenant) waiting++;
+    }
+    return tenant === undefined ? { used, holders, waiting, tenants: tenants.size } : { used, holders, waiting };
   }
 
   async semaphoreInspect(key: string): Promise<Inspection> {
@@ -352,15 +436,31 @@ class MemoryStore implements LocalStore {
 
   // ---- what the engine calls on the embedded store: at once ----
 
-  takeNow(kind: Kind, key: string, token: string, limit: number, weight: number, leaseMs: number): AcquireReply {
+  takeNow(
+    kind: Kind,
+    key: string,
+    token: string,
+    limit: number,
+    weight: number,
+    leaseMs: number,
+    tenant?: TenantOptions,
+  ): AcquireReply {
     return kind === "semaphore"
-      ? this.#semaphoreAcquire(key, token, limit, weight, leaseMs, undefined, undefined)
+      ? this.#semaphoreAcquire(key, token, limit, weight, leaseMs, undefined, undefined, tenant)
       : this.#lockAcquire(key, token, leaseMs, undefined, undefined);
   }
 
-  waitNow(kind: Kind, key: string, token: string, limit: number, weight: number, join: LocalJoin): AcquireReply {
+  waitNow(
+    kind: Kind,
+    key: string,
+    token: string,
+    limit: number,
+    weight: number,
+    join: LocalJoin,
+    tenant?: TenantOptions,
+  ): AcquireReply {
     return kind === "semaphore"
-      ? this.#semaphoreAcquire(key, token, limit, weight, join.leaseMs, undefined, join)
+      ? this.#semaphoreAcquire(key, token, limit, weight, join.leaseMs, undefined, join, tenant)
       : this.#lockAcquire(key, token, join.leaseMs, undefined, join);
   }
 
@@ -370,14 +470,14 @@ class MemoryStore implements LocalStore {
       const state = this.#locks.get(key);
       if (state === undefined) return;
       if (state.token === token) state.token = undefined;
-      state.queue.waiters.delete(token);
+      queueDrop(state.queue, token);
       this.#settleLock(key, state, now);
       return;
     }
     const state = this.#semaphores.get(key);
     if (state === undefined) return;
     holdersRemove(state, token);
-    state.queue.waiters.delete(token);
+    queueDrop(state.queue, token);
     holdersPrune(state, now);
     queuePrune(state.queue, now);
     this.#grantSemaphore(key, state, now);
@@ -440,6 +540,7 @@ class MemoryStore implements LocalStore {
     leaseMs: number,
     queue: QueueOptions | undefined,
     local: LocalJoin | undefined,
+    tenantCall?: TenantOptions,
   ): AcquireReply {
     const now = this.clock.now();
     const state = this.#semaphore(key);
@@ -450,30 +551,74 @@ class MemoryStore implements LocalStore {
       state.idLimit = limit;
       this.#grantSemaphore(key, state, now);
     }
-    let reply: AcquireReply;
+    const reply = this.#takeOrJoin(state, token, limit, weight, leaseMs, queue, local, tenantCall, now);
+    this.#expireSemaphore(key, state);
+    return reply;
+  }
+
+  /**
+   * A newcomer is admitted at once exactly when it would be granted at once had
+   * it joined the queue (lua/semaphore-acquire.lua): it joins, the grants run in
+   * turn, and it holds a full lease, or stays queued, or, failing fast, leaves.
+   */
+  #takeOrJoin(
+    state: SemaphoreState,
+    token: string,
+    limit: number,
+    weight: number,
+    leaseMs: number,
+    queue: QueueOptions | undefined,
+    local: LocalJoin | undefined,
+    tenantCall: TenantOptions | undefined,
+    now: number,
+  ): AcquireReply {
     const held = state.holders.get(token);
-    const waiter = state.queue.waiters.get(token);
     if (held !== undefined) {
       // A re-sent acquire, or a waiter claiming its grant: refresh, never count twice.
       held.expiresAt = now + leaseMs;
       state.earliest = Math.min(state.earliest, held.expiresAt);
-      reply = { acquired: true, retryAfterMs: 0 };
-    } else if (waiter !== undefined) {
-      queueTouch(state.queue, waiter, now + (queue?.claimMs ?? 0));
-      reply = { acquired: false, queued: true, retryAfterMs: holdersNext(state, now) };
-    } else if (state.queue.waiters.size === 0 && state.used + weight <= limit) {
-      // A newcomer never jumps a non-empty queue.
-      holdersAdd(state, token, weight, now + leaseMs);
-      reply = { acquired: true, retryAfterMs: 0 };
-    } else if (local !== undefined) {
-      reply = this.#joinLocally(state.queue, token, weight, limit, local, holdersNext(state, now));
-      if (reply.queued === true) state.idLimit = limit;
-    } else {
-      reply = queueJoin(state.queue, token, weight, limit, now, queue, holdersNext(state, now));
-      if (reply.queued === true) state.idLimit = limit;
+      return { acquired: true, retryAfterMs: 0 };
     }
-    this.#expireSemaphore(key, state);
-    return reply;
+    const waiter = state.queue.waiters.get(token);
+    if (waiter !== undefined) {
+      queueTouch(state.queue, waiter, now + (queue?.claimMs ?? 0));
+      return { acquired: false, queued: true, retryAfterMs: holdersNext(state, now) };
+    }
+    const tenant = tenantOf(token);
+    const tenantLimit = tenantCall?.limit ?? Number.POSITIVE_INFINITY;
+    const fitsTenant = tenantUsed(state, tenant) + weight <= tenantLimit;
+    // Nobody waits: the newcomer's turn is now.
+    if (state.queue.waiters.size === 0 && state.used + weight <= limit && fitsTenant) {
+      holdersAdd(state, token, weight, now + leaseMs);
+      return { acquired: true, retryAfterMs: 0 };
+    }
+    const queueing = queue !== undefined || local !== undefined;
+    if (queueing) {
+      const maxQueue = queue?.maxQueue ?? local?.maxQueue ?? 0;
+      const tenantMax = tenantCall?.maxQueue ?? 0;
+      if (
+        (maxQueue > 0 && state.queue.waiters.size >= maxQueue) ||
+        (tenantMax > 0 && (state.queue.tenants.get(tenant)?.size ?? 0) >= tenantMax)
+      ) {
+        return { acquired: false, queueFull: true, retryAfterMs: holdersNext(state, now) };
+      }
+    }
+    // Join (failing fast, only to see whether its turn is now), then grant in turn.
+    queueAdd(state.queue, token, {
+      tenant,
+      weight,
+      limit,
+      tenantLimit,
+      expiresAt: queue !== undefined ? now + queue.claimMs : local !== undefined ? local.until : now + 1,
+      ...(local !== undefined ? { local: { leaseMs: local.leaseMs, onGrant: local.onGrant } } : {}),
+    });
+    state.idLimit = limit;
+    this.#grant(state, now, token, leaseMs);
+    if (state.holders.has(token)) return { acquired: true, retryAfterMs: 0 };
+    if (queueing) return { acquired: false, queued: true, retryAfterMs: holdersNext(state, now) };
+    queueDrop(state.queue, token);
+    if (!fitsTenant) return { acquired: false, tenantFull: true, retryAfterMs: holdersNext(state, now, tenant) };
+    return { acquired: false, retryAfterMs: holdersNext(state, now) };
   }
 
   #lockAcquire(
@@ -499,19 +644,25 @@ class MemoryStore implements LocalStore {
       state.token = token;
       state.expiresAt = now + ttlMs;
       reply = { acquired: true, retryAfterMs: 0 };
-    } else if (local !== undefined) {
-      reply = this.#joinLocally(state.queue, token, 1, 1, local, lockNext(state, now));
     } else {
-      reply = queueJoin(state.queue, token, 1, 1, now, queue, lockNext(state, now));
+      const retryAfterMs = lockNext(state, now);
+      const maxQueue = queue?.maxQueue ?? local?.maxQueue ?? 0;
+      if (queue === undefined && local === undefined) reply = { acquired: false, retryAfterMs };
+      else if (maxQueue > 0 && state.queue.waiters.size >= maxQueue) reply = { acquired: false, queueFull: true, retryAfterMs };
+      else {
+        queueAdd(state.queue, token, {
+          tenant: "",
+          weight: 1,
+          limit: 1,
+          tenantLimit: Number.POSITIVE_INFINITY,
+          expiresAt: queue !== undefined ? now + queue.claimMs : (local as LocalJoin).until,
+          ...(local !== undefined ? { local: { leaseMs: local.leaseMs, onGrant: local.onGrant } } : {}),
+        });
+        reply = { acquired: false, queued: true, retryAfterMs };
+      }
     }
     this.#expireLock(key, state);
     return reply;
-  }
-
-  #joinLocally(queue: Queue, token: string, weight: number, limit: number, join: LocalJoin, retryAfterMs: number): AcquireReply {
-    if (join.maxQueue > 0 && queue.waiters.size >= join.maxQueue) return { acquired: false, queueFull: true, retryAfterMs };
-    queueAdd(queue, token, { weight, limit, expiresAt: join.until, local: { leaseMs: join.leaseMs, onGrant: join.onGrant } });
-    return { acquired: false, queued: true, retryAfterMs };
   }
 
   // ---- per-id state ----
@@ -520,7 +671,9 @@ class MemoryStore implements LocalStore {
     let state = this.#semaphores.get(key);
     if (state === undefined) {
       state = {
+        key,
         holders: new Map(),
+        tenantUsed: new Map(),
         used: 0,
         earliest: Number.POSITIVE_INFINITY,
         queue: newQueue(),
@@ -541,33 +694,65 @@ class MemoryStore implements LocalStore {
     return state;
   }
 
-  /**
-   * Admits waiters from the head, in ticket order, while the permits held, theirs
-   * included, fit within both their own limit and the id's (lua/lib/grant.lua).
-   * A grant reserves the permits until the waiter's own lease ends; a waiter of
-   * this process gets its full lease at once and is told directly.
-   */
   #grantSemaphore(key: string, state: SemaphoreState, now: number): void {
+    this.#grant(state, now);
+    // (The announcement and the told waiters are handled in #grant; key for the expiry timer.)
+    this.#expireSemaphore(key, state);
+  }
+
+  /**
+   * Grants in turn (lua/lib/grant.lua): over the waiting tenants in turn order,
+   * a tenant at its cap is skipped (it holds back nobody else), and the first
+   * whose next waiter does not fit the permits (its own limit and the id's)
+   * stops the grants (nobody overtakes it). A grant reserves the permits until
+   * the waiter's own lease ends; a waiter of this process gets its full lease
+   * at once and is told directly; `self`, the newcomer of this very call, gets
+   * a full lease of `selfLeaseMs` and is not announced.
+   */
+  #grant(state: SemaphoreState, now: number, self?: string, selfLeaseMs = 0): void {
     let granted: string[] | undefined;
     let told: LocalWaiter[] | undefined;
     let reservedMs = Number.POSITIVE_INFINITY;
-    for (const [token, waiter] of state.queue.waiters) {
-      if (state.used + waiter.weight > Math.min(waiter.limit, state.idLimit)) break;
-      state.queue.waiters.delete(token);
-      if (waiter.local !== undefined) {
-        holdersAdd(state, token, waiter.weight, now + waiter.local.leaseMs);
-        told ??= [];
-        told.push(waiter.local);
-        continue;
+    const queue = state.queue;
+    for (let progress = true; progress && queue.waiters.size > 0; ) {
+      progress = false;
+      for (const tenant of queueInTurn(queue)) {
+        const [token, waiter] = queueHead(queue, tenant);
+        if (tenantUsed(state, tenant) + waiter.weight > waiter.tenantLimit) continue;
+        if (state.used + waiter.weight > Math.min(waiter.limit, state.idLimit)) {
+          this.#granted(state, granted, told, reservedMs, now);
+          return;
+        }
+        const tag = queue.turns.get(tenant) as number;
+        queueDrop(queue, token);
+        queueServed(queue, tenant, tag);
+        if (token === self) {
+          holdersAdd(state, token, waiter.weight, now + selfLeaseMs);
+        } else if (waiter.local !== undefined) {
+          holdersAdd(state, token, waiter.weight, now + waiter.local.leaseMs);
+          told ??= [];
+          told.push(waiter.local);
+        } else {
+          holdersAdd(state, token, waiter.weight, waiter.expiresAt);
+          granted ??= [];
+          granted.push(token);
+          reservedMs = Math.min(reservedMs, waiter.expiresAt - now);
+        }
+        progress = true;
+        break;
       }
-      holdersAdd(state, token, waiter.weight, waiter.expiresAt);
-      granted ??= [];
-      granted.push(token);
-      reservedMs = Math.min(reservedMs, waiter.expiresAt - now);
     }
-    if (granted === undefined && told === undefined) return;
-    this.#expireSemaphore(key, state);
-    if (granted !== undefined) this.#announce(key, { tokens: granted, reservedMs: Math.max(1, Math.ceil(reservedMs)) });
+    this.#granted(state, granted, told, reservedMs, now);
+  }
+
+  #granted(
+    state: SemaphoreState,
+    granted: string[] | undefined,
+    told: LocalWaiter[] | undefined,
+    reservedMs: number,
+    now: number,
+  ): void {
+    if (granted !== undefined) this.#announce(state.key, { tokens: granted, reservedMs: Math.max(1, Math.ceil(reservedMs)) });
     if (told !== undefined) for (const local of told) local.onGrant(now);
   }
 
@@ -580,7 +765,7 @@ class MemoryStore implements LocalStore {
     const head = state.queue.waiters.entries().next();
     if (head.done === true) return;
     const [token, waiter] = head.value;
-    state.queue.waiters.delete(token);
+    queueDrop(state.queue, token);
     state.token = token;
     state.expiresAt = waiter.local === undefined ? waiter.expiresAt : now + waiter.local.leaseMs;
     this.#expireLock(key, state);
@@ -658,8 +843,10 @@ function latestOf(...groups: Iterable<{ expiresAt: number }>[]): number {
   return latest;
 }
 
+/** Live waiters in the order they will be served: tenants in turn, each tenant's in arrival order. */
 function inspectQueue(queue: Queue, now: number): Inspection["waiters"] {
-  return [...queue.waiters]
+  return queueInTurn(queue)
+    .flatMap((tenant) => [...(queue.tenants.get(tenant) as Map<string, Waiter>)])
     .filter(([, waiter]) => waiter.expiresAt > now)
     .map(([token, waiter]) => ({ token, weight: waiter.weight, expiresInMs: Math.ceil(waiter.expiresAt - now) }));
 }

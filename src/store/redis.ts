@@ -10,6 +10,7 @@ import type {
   QueueOptions,
   SemaphoreFigures,
   Store,
+  TenantOptions,
   WaiterRefresh,
   WaiterStatus,
 } from "./types.js";
@@ -80,7 +81,7 @@ async function runScript(client: RedisClient, script: Script, keys: string[], ar
   }
 }
 
-const STATUS_REPLIES = [0, 1, 2, 3];
+const STATUS_REPLIES = [0, 1, 2, 3, 4];
 
 /** `{status, ms}`, and for a semaphore a third item: whether the id keeps waiters or heavier holders. */
 function acquireReply(reply: unknown, script: Script): AcquireReply {
@@ -97,6 +98,7 @@ function acquireReply(reply: unknown, script: Script): AcquireReply {
       retryAfterMs,
       ...(status === 2 ? { queued: true } : {}),
       ...(status === 3 ? { queueFull: true } : {}),
+      ...(status === 4 ? { tenantFull: true } : {}),
     };
   }
   throw unexpected(reply, script);
@@ -121,7 +123,8 @@ function perItem(reply: unknown, count: number, valid: (n: number) => boolean, s
 }
 
 const isFlagNumber = (n: number): boolean => n === 0 || n === 1;
-const isWholeMs = (n: number): boolean => Number.isSafeInteger(n) && n >= 0;
+/** A take's answer: 0 held, positive ms refused, negative ms refused for the tenant's cap. */
+const isTakeAnswer = (n: number): boolean => Number.isSafeInteger(n);
 
 const WAITER_STATUS: Record<number, WaiterStatus> = { 0: "gone", 1: "held", 2: "waiting" };
 
@@ -163,11 +166,14 @@ function unexpected(reply: unknown, script: Script): Error {
 
 /**
  * The keys of a semaphore (see lua/lib/holders.lua and queue.lua), all in its hash slot: the
- * holders set, the meta hash (weights, waiters' weights and limits, the id's limit), the queue
- * and the waiter lease ends. The fast paths declare the first only.
+ * holders set, the meta hash (waiters' weights and limits, the id's limit, the turn served), the
+ * queue, the waiter lease ends, the tenants' permits and the tenants' turns. The fast paths
+ * declare the first (and the tenants' permits when a caller has a tenant).
  */
-const semaphoreKeys = (key: string): string[] => [key, `${key}:m`, `${key}:q`, `${key}:qe`];
-const lockKeys = (key: string): string[] => [key, `${key}:q`, `${key}:qe`];
+const semaphoreKeys = (key: string): string[] => [key, `${key}:m`, `${key}:q`, `${key}:qe`, `${key}:t`, `${key}:qt`];
+const lockKeys = (key: string): string[] => [key, `${key}:m`, `${key}:q`, `${key}:qe`];
+/** A fast path's keys: the holders, and the tenants' permits when one of the tokens has a tenant. */
+const fastKeys = (key: string, tenanted: boolean): string[] => (tenanted ? [key, `${key}:t`] : [key]);
 /** Where grants on a key are announced (the scripts derive the same name). */
 const channelOf = (key: string): string => `${key}:ch`;
 
@@ -181,6 +187,8 @@ interface Take {
   limit: number;
   weight: number;
   leaseMs: number;
+  /** The tenant's cap, 0 for none. */
+  tenantLimit: number;
 }
 
 interface Renewal {
@@ -202,6 +210,11 @@ class RedisLeaseStore implements RedisStore {
    * first. Only a hint: the fast scripts check for waiters themselves.
    */
   private readonly contended = new Set<string>();
+  /**
+   * Ids with tenants (this process acquired for one, or a fast path said so): their fast calls
+   * declare the tenants' index too, so that any of them can prune a tenant's lapsed permits.
+   */
+  private readonly tenanted = new Set<string>();
   // One group per id: the calls of one turn go out in the order they were made.
   private readonly takes: Coalescer<Take, number | undefined>;
   private readonly returns: Coalescer<{ token: string; weight: number }, number | undefined>;
@@ -216,15 +229,26 @@ class RedisLeaseStore implements RedisStore {
     this.scripts = table;
     this.takes = new Coalescer(COALESCE_FROM, async (key, calls) => {
       const script = this.scripts.semaphoreTake;
-      const args = calls.flatMap((call) => [call.token, call.limit, call.weight, call.leaseMs]);
-      const replies = perItem(await runScript(this.client, script, [key], args), calls.length, isWholeMs, script);
+      const args = calls.flatMap((call) => [call.token, call.limit, call.weight, call.leaseMs, call.tenantLimit]);
+      const reply = await runScript(this.client, script, fastKeys(key, this.tenanted.has(key)), args);
+      if (Array.isArray(reply) && reply.length === 1 && reply[0] === -2) {
+        // Tenants hold on this id: declare their index from now on, and ask again.
+        this.#remember(this.tenanted, key);
+        return perItem(await runScript(this.client, script, fastKeys(key, true), args), calls.length, isTakeAnswer, script);
+      }
+      const replies = perItem(reply, calls.length, isTakeAnswer, script);
       this.#contention(key, replies[0] === undefined);
       return replies;
     });
     this.returns = new Coalescer(COALESCE_FROM, async (key, leases) => {
       const script = this.scripts.semaphoreReturn;
       const args = leases.flatMap((lease) => [lease.token, lease.weight]);
-      const replies = perItem(await runScript(this.client, script, [key], args), leases.length, isFlagNumber, script);
+      const replies = perItem(
+        await runScript(this.client, script, fastKeys(key, this.tenanted.has(key)), args),
+        leases.length,
+        isFlagNumber,
+        script,
+      );
       this.#contention(key, replies[0] === undefined);
       return replies;
     });
@@ -236,12 +260,14 @@ class RedisLeaseStore implements RedisStore {
   }
 
   #contention(key: string, contended: boolean): void {
-    if (!contended) {
-      this.contended.delete(key);
-      return;
-    }
-    if (this.contended.size >= CONTENDED_IDS) this.contended.clear();
-    this.contended.add(key);
+    if (contended) this.#remember(this.contended, key);
+    else this.contended.delete(key);
+  }
+
+  /** Adds to a bounded set of ids: past its bound it starts over (forgetting costs a round trip, never a wrong path). */
+  #remember(ids: Set<string>, key: string): void {
+    if (ids.size >= CONTENDED_IDS) ids.clear();
+    ids.add(key);
   }
 
   async semaphoreAcquire(
@@ -251,15 +277,27 @@ class RedisLeaseStore implements RedisStore {
     weight: number,
     leaseMs: number,
     queue?: QueueOptions,
+    tenant?: TenantOptions,
   ): Promise<AcquireReply> {
+    if (token.includes("@")) this.#remember(this.tenanted, key);
     if (queue === undefined && !this.contended.has(key)) {
       // Almost every request: one declared key, gathered with the others of the same turn on this id.
-      const refusedFor = await this.takes.call(key, { token, limit, weight, leaseMs });
+      const refusedFor = await this.takes.call(key, { token, limit, weight, leaseMs, tenantLimit: tenant?.limit ?? 0 });
       if (refusedFor === 0) return { acquired: true, retryAfterMs: 0 };
-      if (refusedFor !== undefined) return { acquired: false, retryAfterMs: refusedFor };
+      if (refusedFor !== undefined && refusedFor > 0) return { acquired: false, retryAfterMs: refusedFor };
+      if (refusedFor !== undefined) return { acquired: false, tenantFull: true, retryAfterMs: -refusedFor };
     }
     const script = this.scripts.semaphoreAcquire;
-    const args = [token, limit, weight, leaseMs, queue?.claimMs ?? 0, queue?.maxQueue ?? 0];
+    const args = [
+      token,
+      limit,
+      weight,
+      leaseMs,
+      queue?.claimMs ?? 0,
+      queue?.maxQueue ?? 0,
+      tenant?.limit ?? 0,
+      tenant?.maxQueue ?? 0,
+    ];
     const raw = await runScript(this.client, script, semaphoreKeys(key), args);
     const reply = acquireReply(raw, script);
     this.#contention(key, (raw as unknown[])[2] === 1);
@@ -293,12 +331,18 @@ class RedisLeaseStore implements RedisStore {
     throw unexpected(reply, this.scripts.semaphoreCount);
   }
 
-  async semaphoreStats(key: string): Promise<SemaphoreFigures> {
+  async semaphoreStats(key: string, tenant?: string): Promise<SemaphoreFigures> {
     const script = this.scripts.semaphoreStats;
-    const reply = await runScript(this.client, script, semaphoreKeys(key), []);
-    if (Array.isArray(reply) && reply.length === 3 && reply.every((n) => Number.isInteger(n) && n >= 0)) {
-      const [used, holders, waiting] = reply as [number, number, number];
-      return { used, holders, waiting };
+    const reply = await runScript(this.client, script, semaphoreKeys(key), tenant === undefined ? [] : [tenant]);
+    const length = tenant === undefined ? 4 : 3;
+    if (Array.isArray(reply) && reply.length === length && reply.every((n) => Number.isInteger(n) && n >= 0)) {
+      const [used, holders, waiting, tenants] = reply as number[];
+      return {
+        used: used as number,
+        holders: holders as number,
+        waiting: waiting as number,
+        ...(tenants === undefined ? {} : { tenants }),
+      };
     }
     throw unexpected(reply, script);
   }

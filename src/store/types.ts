@@ -9,6 +9,8 @@ export interface AcquireReply {
   retryAfterMs: number;
   queued?: boolean;
   queueFull?: boolean;
+  /** Refused because the caller's tenant is at its cap (`retryAfterMs` is then the tenant's own nearest lease end). */
+  tenantFull?: boolean;
 }
 
 /** How a caller that finds no permit joins the waiting room. */
@@ -21,6 +23,24 @@ export interface QueueOptions {
   claimMs: number;
   /** The most waiters on one id; 0 for no bound. */
   maxQueue: number;
+}
+
+/**
+ * A tenant's share of a semaphore id, as one call asks for it: at most
+ * `limit` permits held by the tenant at once, and at most `maxQueue` of its
+ * callers waiting (0: no bound of its own). The tenant itself travels in the
+ * lease token (`<random>@<tenant>`, see {@link tenantOf}), so that every later
+ * call on the lease (extend, release, leave) counts against it without saying so.
+ */
+export interface TenantOptions {
+  limit: number;
+  maxQueue: number;
+}
+
+/** The tenant a lease token belongs to: what follows its first `@` (tokens are base64url: none of their own). "" for none. */
+export function tenantOf(token: string): string {
+  const at = token.indexOf("@");
+  return at < 0 ? "" : token.slice(at + 1);
 }
 
 /** Waiters just granted permits, and how long the grants stay reserved if nobody claims them. */
@@ -37,6 +57,8 @@ export interface SemaphoreFigures {
   holders: number;
   /** Callers waiting in the queue. */
   waiting: number;
+  /** Tenants holding or waiting (the id's figures only). */
+  tenants?: number;
 }
 
 /** The state of one lock id. */
@@ -112,6 +134,7 @@ export interface Store {
     weight: number,
     leaseMs: number,
     queue?: QueueOptions,
+    tenant?: TenantOptions,
   ): Promise<AcquireReply>;
   /**
    * Push `token`'s expiry to now + `leaseMs`; false unless it holds a live lease.
@@ -126,8 +149,11 @@ export interface Store {
   semaphoreRelease(key: string, token: string, weight?: number): Promise<boolean>;
   /** Live holders (not permits) of the semaphore. */
   semaphoreCount(key: string): Promise<number>;
-  /** Permits used and holders (live only), and live waiters: one round trip, no writes. */
-  semaphoreStats(key: string): Promise<SemaphoreFigures>;
+  /**
+   * Permits used and holders (live only), and live waiters, of the id or of one
+   * of its tenants; for the id, also how many tenants hold or wait. One round trip, no writes.
+   */
+  semaphoreStats(key: string, tenant?: string): Promise<SemaphoreFigures>;
   /** Live holders (granted waiters included) and waiters of the semaphore: one round trip, no writes. */
   semaphoreInspect(key: string): Promise<Inspection>;
   /** Leave the queue, returning a grant not yet claimed. */

@@ -64,7 +64,7 @@ describe.each(storesUnderTest)("grants on the $name store", ({ make, redis }) =>
     expect(await slots.stats("k")).toMatchObject({ used: 3, holders: 1, waiting: 0 });
     // Its reservation lapses with its waiter lease: nothing is left held, nothing left stored.
     await eventually(async () => (await slots.stats("k")).holders === 0);
-    expect(await slots.stats("k")).toEqual({ limit: 3, used: 0, holders: 0, waiting: 0, available: 3 });
+    expect(await slots.stats("k")).toEqual({ limit: 3, used: 0, holders: 0, waiting: 0, available: 3, tenants: 0 });
     if (redis !== undefined) await eventually(async () => (await redis().keys(`{${prefix}:*`)).length === 0);
     const leases = [await slots.acquire("k"), await slots.acquire("k"), await slots.acquire("k")];
     expect(leases.every((lease) => lease !== null)).toBe(true);

@@ -6,19 +6,19 @@ import { eventually, storesUnderTest } from "../support/stores.js";
 describe.each(storesUnderTest)("stats on the $name store", ({ make }) => {
   it("reports limit, used, holders, waiting and available, and agrees with count", async () => {
     const slots = semaphore({ client: make(), limit: 5, prefix: uniquePrefix() });
-    expect(await slots.stats("k")).toEqual({ limit: 5, used: 0, holders: 0, waiting: 0, available: 5 });
+    expect(await slots.stats("k")).toEqual({ limit: 5, used: 0, holders: 0, waiting: 0, available: 5, tenants: 0 });
     const heavy = await slots.acquire("k", { weight: 3 });
     const light = await slots.acquire("k");
     const waiting = slots.acquire("k", { weight: 2, waitMs: 10_000 });
     await eventually(async () => (await slots.stats("k")).waiting === 1);
-    expect(await slots.stats("k")).toEqual({ limit: 5, used: 4, holders: 2, waiting: 1, available: 1 });
+    expect(await slots.stats("k")).toEqual({ limit: 5, used: 4, holders: 2, waiting: 1, available: 1, tenants: 0 });
     expect((await slots.stats("k")).holders).toBe(await slots.count("k"));
     await heavy?.release();
     const granted = await waiting;
-    expect(await slots.stats("k")).toEqual({ limit: 5, used: 3, holders: 2, waiting: 0, available: 2 });
+    expect(await slots.stats("k")).toEqual({ limit: 5, used: 3, holders: 2, waiting: 0, available: 2, tenants: 0 });
     await light?.release();
     await granted?.release();
-    expect(await slots.stats("k")).toEqual({ limit: 5, used: 0, holders: 0, waiting: 0, available: 5 });
+    expect(await slots.stats("k")).toEqual({ limit: 5, used: 0, holders: 0, waiting: 0, available: 5, tenants: 0 });
   });
 
   it("does not count lapsed holders, weights included", async () => {
@@ -27,7 +27,7 @@ describe.each(storesUnderTest)("stats on the $name store", ({ make }) => {
     const live = await slots.acquire("k", { weight: 2 });
     expect((await slots.stats("k")).used).toBe(5);
     await eventually(async () => (await slots.stats("k")).used === 2);
-    expect(await slots.stats("k")).toMatchObject({ holders: 1, available: 3 });
+    expect(await slots.stats("k")).toMatchObject({ holders: 1, available: 3, tenants: 0 });
     await live?.release();
   });
 
@@ -62,7 +62,7 @@ describe.each(storesUnderTest)("stats on the $name store", ({ make }) => {
     expect(mismatches).toEqual([]);
     expect(held).toBe(0);
     expect(heldPermits).toBe(0);
-    expect(await slots.stats("k")).toEqual({ limit: 8, used: 0, holders: 0, waiting: 0, available: 8 });
+    expect(await slots.stats("k")).toEqual({ limit: 8, used: 0, holders: 0, waiting: 0, available: 8, tenants: 0 });
   });
 
   it("a lock reports whether it is held and for how long yet", async () => {

@@ -15,7 +15,7 @@ import type { Inspection, Store } from "../../src/index.js";
 import { createMemoryStore, type LocalStore } from "../../src/store/memory.js";
 import { createRedisStore } from "../../src/store/redis.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
-import { type AcquireAnswer, type Announced, LockModel, type Queueing, SemaphoreModel } from "./model.js";
+import { type AcquireAnswer, type Announced, LockModel, type Queueing, SemaphoreModel, type TenantCall } from "./model.js";
 import { keysUnder, scriptsOnTestClock, TestTime } from "./time.js";
 
 const RUNS = Number(process.env.MODEL_RUNS ?? 200);
@@ -29,7 +29,12 @@ interface Caller {
   claimMs: number;
   maxQueue: number;
   queued: boolean;
+  /** A tenant, with its cap and queue bound as this caller passes them (absent: no tenant). */
+  tenant?: { name: string; limit: number; maxQueue: number };
 }
+
+/** Tenant names, odd ones included: the tenant is what follows a token's first '@'. */
+const TENANTS = ["a", "b", "c~2", "d@e"];
 
 const callerArbitrary: fc.Arbitrary<Caller> = fc.constantFrom(1, 1, 1, 2, 3, 4).chain((weight) =>
   fc.record({
@@ -41,6 +46,14 @@ const callerArbitrary: fc.Arbitrary<Caller> = fc.constantFrom(1, 1, 1, 2, 3, 4).
     claimMs: fc.constantFrom(500, 2000),
     maxQueue: fc.constantFrom(0, 0, 0, 1, 2, 3),
     queued: fc.constantFrom(true, true, false),
+    tenant: fc.option(
+      fc.record({
+        name: fc.constantFrom(...TENANTS),
+        limit: fc.constantFrom(weight, weight + 1, 3, 5).map((cap) => Math.min(Math.max(cap, weight), 5)),
+        maxQueue: fc.constantFrom(0, 0, 1, 2),
+      }),
+      { nil: undefined, freq: 2 },
+    ),
   }),
 );
 
@@ -118,7 +131,8 @@ class World {
 
   semToken(index: number): string {
     const i = index % this.callers.length;
-    return `s${i}.${this.#semGen[i]}`;
+    const tenant = this.caller(i).tenant;
+    return `s${i}.${this.#semGen[i]}${tenant === undefined ? "" : `@${tenant.name}`}`;
   }
 
   lockToken(index: number): string {
@@ -177,6 +191,7 @@ class World {
       Promise.all(
         stores.map(async (store) => ({
           stats: await store.semaphoreStats(this.semKey),
+          tenants: await Promise.all(TENANTS.map((tenant) => store.semaphoreStats(this.semKey, tenant))),
           count: await store.semaphoreCount(this.semKey),
           lock: await store.lockStats(this.lockKey),
         })),
@@ -208,7 +223,12 @@ class World {
       expect(semState[i], `${name} semaphore state ${context}`).toEqual(this.sem.inspect(now));
       expect(lockState[i], `${name} lock state ${context}`).toEqual(this.lock.inspect(now));
       const stats = this.sem.stats(now);
-      expect(figures[i], `${name} figures ${context}`).toEqual({ stats, count: stats.holders, lock: this.lock.stats(now) });
+      expect(figures[i], `${name} figures ${context}`).toEqual({
+        stats,
+        tenants: TENANTS.map((tenant) => this.sem.stats(now, tenant)),
+        count: stats.holders,
+        lock: this.lock.stats(now),
+      });
     });
 
     // Redis: every key has an expiry; it covers what the key holds, and nothing beyond what was ever granted.
@@ -265,6 +285,9 @@ function sorted(inspection: Inspection): Inspection {
   return { holders: [...inspection.holders].sort((a, b) => (a.token < b.token ? -1 : 1)), waiters: inspection.waiters };
 }
 
+const tenantCall = (caller: Caller): TenantCall | undefined =>
+  caller.tenant === undefined ? undefined : { limit: caller.tenant.limit, maxQueue: caller.tenant.maxQueue };
+
 const queueing = (caller: Caller): Queueing | undefined =>
   caller.queued ? { claimMs: caller.claimMs, maxQueue: caller.maxQueue } : undefined;
 
@@ -284,8 +307,8 @@ const semaphoreCommands = [
       const queue = queueing(c);
       await w.step<AcquireAnswer>(
         `semaphore acquire ${token} (w${c.weight} limit ${c.limit} lease ${c.leaseMs}${queue ? ` queue ${queue.claimMs}/${queue.maxQueue}` : ""})`,
-        (now) => w.sem.acquire(now, token, c.limit, c.weight, c.leaseMs, queue),
-        (s) => s.semaphoreAcquire(w.semKey, token, c.limit, c.weight, c.leaseMs, queue),
+        (now) => w.sem.acquire(now, token, c.limit, c.weight, c.leaseMs, queue, undefined, tenantCall(c)),
+        (s) => s.semaphoreAcquire(w.semKey, token, c.limit, c.weight, c.leaseMs, queue, tenantCall(c)),
       );
     }),
   ),
@@ -343,8 +366,16 @@ const burstCommands = [
       const calls = indexes.map((i) => ({ c: w.caller(i), token: w.semToken(i) }));
       await w.step(
         `semaphore acquire burst ${calls.map(({ c, token }) => `${token} (w${c.weight} limit ${c.limit} lease ${c.leaseMs})`).join(", ")}`,
-        (now) => calls.map(({ c, token }) => w.sem.acquire(now, token, c.limit, c.weight, c.leaseMs)),
-        (s) => Promise.all(calls.map(({ c, token }) => s.semaphoreAcquire(w.semKey, token, c.limit, c.weight, c.leaseMs))),
+        (now) =>
+          calls.map(({ c, token }) =>
+            w.sem.acquire(now, token, c.limit, c.weight, c.leaseMs, undefined, undefined, tenantCall(c)),
+          ),
+        (s) =>
+          Promise.all(
+            calls.map(({ c, token }) =>
+              s.semaphoreAcquire(w.semKey, token, c.limit, c.weight, c.leaseMs, undefined, tenantCall(c)),
+            ),
+          ),
       );
     }),
   ),
@@ -383,14 +414,18 @@ const localCommands = [
       const token = w.semToken(i);
       await w.step(
         `semaphore wait locally ${token} (w${c.weight} limit ${c.limit} lease ${c.leaseMs} wait ${waitMs} max ${maxQueue})`,
-        (now) => w.sem.acquire(now, token, c.limit, c.weight, c.leaseMs, undefined, { until: now + waitMs, maxQueue }),
+        (now) =>
+          w.sem.acquire(now, token, c.limit, c.weight, c.leaseMs, undefined, { until: now + waitMs, maxQueue }, tenantCall(c)),
         async (s) =>
-          (s as LocalStore).waitNow("semaphore", w.semKey, token, c.limit, c.weight, {
-            leaseMs: c.leaseMs,
-            until: w.time.now + waitMs,
-            maxQueue,
-            onGrant: (at) => w.told.sem.push({ token, at }),
-          }),
+          (s as LocalStore).waitNow(
+            "semaphore",
+            w.semKey,
+            token,
+            c.limit,
+            c.weight,
+            { leaseMs: c.leaseMs, until: w.time.now + waitMs, maxQueue, onGrant: (at) => w.told.sem.push({ token, at }) },
+            tenantCall(c),
+          ),
       );
     }),
   ),

@@ -5,15 +5,16 @@
  * demands the same answers and the same state after every step. Where the
  * code and this file disagree, one of them is wrong: this file is the spec.
  *
- * The rules, in one place:
+ * The rules, in one place (SemaphoreModel says how tenants take turns):
  * - An entry (holder, reservation, waiter) is live while `now < expiresAt`.
- * - A newcomer is admitted only when nobody waits and the permits held, its
- *   own included, fit within the limit its call passed.
  * - The id's limit "as the store knows it" is the limit of the latest
- *   acquire that met or joined the queue. A waiter is granted, in ticket
- *   order, only while the permits held, its own included, fit within both
- *   its own limit and the id's: a waiter that does not fit holds back those
- *   behind it (strict order).
+ *   acquire that met or joined the queue. A waiter is granted only while the
+ *   permits held, its own included, fit within both its own limit and the
+ *   id's, and its tenant's permits within its tenant's cap: a waiter that
+ *   does not fit the id holds back those after it (strict order); one whose
+ *   tenant is at its cap holds back nobody but its own tenant.
+ * - A newcomer is admitted at once exactly when it would be granted at once
+ *   had it joined the queue (so never past a waiter that comes first).
  * - A grant reserves the permits until the waiter's own lease ends (a dead
  *   waiter blocks for at most one waiter lease); the waiter's next acquire
  *   claims them with a full lease.
@@ -24,12 +25,18 @@ export interface ModelHolder {
   weight: number;
   /** The limit the holder was admitted (or granted) under. */
   limit: number;
+  tenant: string;
 }
 
 export interface ModelWaiter {
   token: string;
+  tenant: string;
   weight: number;
   limit: number;
+  /** Its tenant's cap as its call passed it (Infinity: no tenant cap). */
+  tenantLimit: number;
+  /** Order within its tenant. */
+  ticket: number;
   expiresAt: number;
   /**
    * A waiter of the memory store's own process (its `waitNow`): no waiter
@@ -50,10 +57,18 @@ export interface AcquireAnswer {
   retryAfterMs: number;
   queued?: boolean;
   queueFull?: boolean;
+  /** Refused because the caller's tenant is at its cap (the id itself may have room). */
+  tenantFull?: boolean;
 }
 
 export interface Queueing {
   claimMs: number;
+  maxQueue: number;
+}
+
+/** A tenant's cap and queue bound, as one call passes them. */
+export interface TenantCall {
+  limit: number;
   maxQueue: number;
 }
 
@@ -62,62 +77,130 @@ export interface RefreshAnswer {
   retryAfterMs: number;
 }
 
+/** The tenant a token belongs to: what follows its first '@' ("" for none). */
+export const tenantOf = (token: string): string => {
+  const at = token.indexOf("@");
+  return at < 0 ? "" : token.slice(at + 1);
+};
+
 /** Whole ms until `at`, at least 1; 1 when nothing is due. */
 const until = (at: number | undefined, now: number): number => (at === undefined ? 1 : Math.max(1, at - now));
 
+/**
+ * A semaphore id. Its queue serves tenants in turn: each tenant's waiters in
+ * the order they came (tickets), and the tenants by the tag of their next turn
+ * (ties by name). A tenant whose first waiter joins an empty turn list of its
+ * own gets the tag after the last turn served (`virtual`), and each turn it is
+ * served moves it one tag on: round robin, and a newly arrived tenant is
+ * served within one turn of the others. Callers that pass no tenant are the
+ * tenant "" (plain FIFO when they are alone).
+ *
+ * A grant goes over the tenants in turn order: one at its cap is skipped (it
+ * never holds back the others); the first whose next waiter does not fit the
+ * id (its own limit and the id's) stops the grants (nobody overtakes it).
+ *
+ * A newcomer is admitted at once exactly when it would be granted right away
+ * if it joined the queue: it joins, the grants run, and it holds (a full
+ * lease) or, failing fast, leaves again (refused: "tenant-full" when its
+ * tenant is at its cap, "full" otherwise).
+ */
 export class SemaphoreModel {
   readonly holders = new Map<string, ModelHolder>();
-  /** In ticket order. */
   queue: ModelWaiter[] = [];
+  /** The tag of each waiting tenant's next turn. */
+  readonly turns = new Map<string, number>();
+  /** The tag of the last turn served. */
+  virtual = 0;
   idLimit = 0;
   /** Every grant made, in order: what the stores must announce. */
   readonly grants: Announced[] = [];
   /** Every grant to a waiter of the store's own process, in order. */
   readonly told: Told[] = [];
-  /** Admissions that broke the rule "held, own included, within the caller's limit": must stay empty. */
+  /** Admissions that broke a rule (the caller's limit, its tenant's cap): must stay empty. */
   readonly violations: string[] = [];
 
-  used(): number {
+  used(tenant?: string): number {
     let used = 0;
-    for (const holder of this.holders.values()) used += holder.weight;
+    for (const holder of this.holders.values()) if (tenant === undefined || holder.tenant === tenant) used += holder.weight;
     return used;
   }
 
-  nearest(now: number): number {
+  nearest(now: number, tenant?: string): number {
     let at: number | undefined;
-    for (const holder of this.holders.values()) at = at === undefined ? holder.expiresAt : Math.min(at, holder.expiresAt);
+    for (const holder of this.holders.values()) {
+      if (tenant !== undefined && holder.tenant !== tenant) continue;
+      at = at === undefined ? holder.expiresAt : Math.min(at, holder.expiresAt);
+    }
     return until(at, now);
+  }
+
+  #waitersOf(tenant: string): ModelWaiter[] {
+    return this.queue.filter((w) => w.tenant === tenant).sort((a, b) => a.ticket - b.ticket);
+  }
+
+  #dropWaiter(token: string): void {
+    const waiter = this.queue.find((w) => w.token === token);
+    if (waiter === undefined) return;
+    this.queue = this.queue.filter((w) => w !== waiter);
+    if (!this.queue.some((w) => w.tenant === waiter.tenant)) this.turns.delete(waiter.tenant);
   }
 
   prune(now: number): void {
     for (const [token, holder] of this.holders) if (holder.expiresAt <= now) this.holders.delete(token);
-    this.queue = this.queue.filter((waiter) => waiter.expiresAt > now);
+    for (const waiter of [...this.queue]) if (waiter.expiresAt <= now) this.#dropWaiter(waiter.token);
   }
 
-  #admit(token: string, holder: ModelHolder, cap: number): void {
+  #admit(token: string, holder: ModelHolder, cap: number, tenantCap: number): void {
     this.holders.set(token, holder);
     const used = this.used();
     if (used > cap) this.violations.push(`${token} admitted with ${used} held under limit ${cap}`);
+    const tenantUsed = this.used(holder.tenant);
+    if (tenantUsed > tenantCap)
+      this.violations.push(`${token} admitted with ${tenantUsed} held by "${holder.tenant}" under ${tenantCap}`);
   }
 
-  grant(now: number): string[] {
+  /** Tenants in turn order. */
+  #inTurn(): string[] {
+    return [...this.turns].sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([tenant]) => tenant);
+  }
+
+  /**
+   * Grants in turn; `self`, the newcomer of this very call, gets a full lease of
+   * `selfLeaseMs` rather than a reservation, and is not announced (its reply says it).
+   */
+  grant(now: number, self?: string, selfLeaseMs = 0): string[] {
     const granted: string[] = [];
     let reservedMs = Number.POSITIVE_INFINITY;
     let used = this.used();
-    while (this.queue.length > 0) {
-      const head = this.queue[0] as ModelWaiter;
-      const cap = Math.min(head.limit, this.idLimit);
-      if (used + head.weight > cap) break;
-      this.queue.shift();
-      used += head.weight;
-      if (head.localLeaseMs !== undefined) {
-        this.#admit(head.token, { expiresAt: now + head.localLeaseMs, weight: head.weight, limit: cap }, cap);
-        this.told.push({ token: head.token, at: now });
+    let i = 0;
+    for (;;) {
+      const order = this.#inTurn();
+      const tenant = order[i];
+      if (tenant === undefined) break;
+      const head = this.#waitersOf(tenant)[0] as ModelWaiter;
+      if (this.used(tenant) + head.weight > head.tenantLimit) {
+        i++;
         continue;
       }
-      this.#admit(head.token, { expiresAt: head.expiresAt, weight: head.weight, limit: cap }, cap);
-      granted.push(head.token);
-      reservedMs = Math.min(reservedMs, head.expiresAt - now);
+      const cap = Math.min(head.limit, this.idLimit);
+      if (used + head.weight > cap) break;
+      const tag = this.turns.get(tenant) as number;
+      this.#dropWaiter(head.token);
+      if (this.queue.some((w) => w.tenant === tenant)) this.turns.set(tenant, tag + 1);
+      this.virtual = tag;
+      used += head.weight;
+      const holder = { weight: head.weight, limit: cap, tenant };
+      if (head.token === self) {
+        this.#admit(head.token, { ...holder, expiresAt: now + selfLeaseMs }, cap, head.tenantLimit);
+      } else if (head.localLeaseMs !== undefined) {
+        this.#admit(head.token, { ...holder, expiresAt: now + head.localLeaseMs }, cap, head.tenantLimit);
+        this.told.push({ token: head.token, at: now });
+      } else {
+        this.#admit(head.token, { ...holder, expiresAt: head.expiresAt }, cap, head.tenantLimit);
+        granted.push(head.token);
+        reservedMs = Math.min(reservedMs, head.expiresAt - now);
+      }
+      i = 0;
     }
     if (granted.length > 0) this.grants.push({ tokens: granted, reservedMs });
     return granted;
@@ -131,6 +214,7 @@ export class SemaphoreModel {
     leaseMs: number,
     queue?: Queueing,
     local?: { until: number; maxQueue: number },
+    tenantCall?: TenantCall,
   ): AcquireAnswer {
     this.prune(now);
     if (this.queue.length > 0) {
@@ -147,25 +231,45 @@ export class SemaphoreModel {
       if (waiter.localLeaseMs === undefined) waiter.expiresAt = now + (queue?.claimMs ?? 0);
       return { acquired: false, queued: true, retryAfterMs: this.nearest(now) };
     }
-    if (this.queue.length === 0 && this.used() + weight <= limit) {
-      this.#admit(token, { expiresAt: now + leaseMs, weight, limit }, limit);
+    const tenant = tenantOf(token);
+    const tenantLimit = tenantCall?.limit ?? Number.POSITIVE_INFINITY;
+    const queueing = queue !== undefined || local !== undefined;
+    // Nobody waits: the newcomer's turn is now (the same as joining and being granted at once).
+    if (this.queue.length === 0 && this.used() + weight <= limit && this.used(tenant) + weight <= tenantLimit) {
+      this.#admit(token, { expiresAt: now + leaseMs, weight, limit, tenant }, limit, tenantLimit);
       return { acquired: true, retryAfterMs: 0 };
     }
-    if (local !== undefined) {
-      if (local.maxQueue > 0 && this.queue.length >= local.maxQueue) {
+    if (queueing) {
+      const maxQueue = queue?.maxQueue ?? local?.maxQueue ?? 0;
+      const full = maxQueue > 0 && this.queue.length >= maxQueue;
+      const tenantMax = tenantCall?.maxQueue ?? 0;
+      if (full || (tenantMax > 0 && this.#waitersOf(tenant).length >= tenantMax)) {
         return { acquired: false, queueFull: true, retryAfterMs: this.nearest(now) };
       }
-      this.queue.push({ token, weight, limit, expiresAt: local.until, localLeaseMs: leaseMs });
-      this.idLimit = limit;
-      return { acquired: false, queued: true, retryAfterMs: this.nearest(now) };
     }
-    if (queue === undefined) return { acquired: false, retryAfterMs: this.nearest(now) };
-    if (queue.maxQueue > 0 && this.queue.length >= queue.maxQueue) {
-      return { acquired: false, queueFull: true, retryAfterMs: this.nearest(now) };
-    }
-    this.queue.push({ token, weight, limit, expiresAt: now + queue.claimMs });
+    // Join (for a caller failing fast, only to see whether its turn is now), then grant in turn.
+    const last = this.#waitersOf(tenant).at(-1);
+    const expiresAt = queue !== undefined ? now + queue.claimMs : local !== undefined ? local.until : now + 1;
+    this.queue.push({
+      token,
+      tenant,
+      weight,
+      limit,
+      tenantLimit,
+      ticket: (last?.ticket ?? 0) + 1,
+      expiresAt,
+      ...(local !== undefined ? { localLeaseMs: leaseMs } : {}),
+    });
+    if (!this.turns.has(tenant)) this.turns.set(tenant, this.virtual + 1);
     this.idLimit = limit;
-    return { acquired: false, queued: true, retryAfterMs: this.nearest(now) };
+    this.grant(now, token, leaseMs);
+    if (this.holders.has(token)) return { acquired: true, retryAfterMs: 0 };
+    if (queueing) return { acquired: false, queued: true, retryAfterMs: this.nearest(now) };
+    this.#dropWaiter(token);
+    if (this.used(tenant) + weight > tenantLimit) {
+      return { acquired: false, tenantFull: true, retryAfterMs: this.nearest(now, tenant) };
+    }
+    return { acquired: false, retryAfterMs: this.nearest(now) };
   }
 
   extend(now: number, token: string, leaseMs: number): boolean {
@@ -185,7 +289,7 @@ export class SemaphoreModel {
 
   leave(now: number, token: string): void {
     this.holders.delete(token);
-    this.queue = this.queue.filter((w) => w.token !== token);
+    this.#dropWaiter(token);
     this.prune(now);
     if (this.queue.length > 0) this.grant(now);
   }
@@ -205,19 +309,30 @@ export class SemaphoreModel {
     };
   }
 
-  stats(now: number): { used: number; holders: number; waiting: number } {
+  /** Figures of the id, or of one tenant of it. */
+  stats(now: number, tenant?: string): { used: number; holders: number; waiting: number; tenants?: number } {
     let used = 0;
     let holders = 0;
+    const tenants = new Set<string>();
     for (const holder of this.holders.values()) {
       if (holder.expiresAt <= now) continue;
+      if (holder.tenant !== "") tenants.add(holder.tenant);
+      if (tenant !== undefined && holder.tenant !== tenant) continue;
       used += holder.weight;
       holders++;
     }
-    return { used, holders, waiting: this.queue.filter((w) => w.expiresAt > now).length };
+    let waiting = 0;
+    for (const waiter of this.queue) {
+      if (waiter.expiresAt <= now) continue;
+      if (waiter.tenant !== "") tenants.add(waiter.tenant);
+      if (tenant === undefined || waiter.tenant === tenant) waiting++;
+    }
+    return tenant === undefined ? { used, holders, waiting, tenants: tenants.size } : { used, holders, waiting };
   }
 
-  /** Live holders and waiters as a store's inspection reports them. */
+  /** Live holders and waiters as a store's inspection reports them (waiters in turn order, then ticket). */
   inspect(now: number): Inspection {
+    const turn = new Map(this.#inTurn().map((tenant, i) => [tenant, i]));
     return {
       holders: [...this.holders]
         .filter(([, h]) => h.expiresAt > now)
@@ -225,22 +340,20 @@ export class SemaphoreModel {
         .sort(byToken),
       waiters: this.queue
         .filter((w) => w.expiresAt > now)
+        .sort((a, b) => (turn.get(a.tenant) ?? 0) - (turn.get(b.tenant) ?? 0) || a.ticket - b.ticket)
         .map((w) => ({ token: w.token, weight: w.weight, expiresInMs: w.expiresAt - now })),
     };
   }
 
   /** The latest end among live entries: no key of the id may lapse before it. */
-  latest(now: number): { holders: number | undefined; heavy: number | undefined; waiters: number | undefined } {
+  latest(now: number): { holders: number | undefined; waiters: number | undefined } {
     let holders: number | undefined;
-    let heavy: number | undefined;
     for (const holder of this.holders.values()) {
-      if (holder.expiresAt <= now) continue;
-      holders = Math.max(holders ?? 0, holder.expiresAt);
-      if (holder.weight > 1) heavy = Math.max(heavy ?? 0, holder.expiresAt);
+      if (holder.expiresAt > now) holders = Math.max(holders ?? 0, holder.expiresAt);
     }
     let waiters: number | undefined;
     for (const waiter of this.queue) if (waiter.expiresAt > now) waiters = Math.max(waiters ?? 0, waiter.expiresAt);
-    return { holders, heavy, waiters };
+    return { holders, waiters };
   }
 }
 
@@ -249,6 +362,11 @@ export class LockModel {
   queue: ModelWaiter[] = [];
   readonly grants: Announced[] = [];
   readonly told: Told[] = [];
+
+  #lockWaiter(token: string): Omit<ModelWaiter, "expiresAt"> {
+    const ticket = (this.queue.at(-1)?.ticket ?? 0) + 1;
+    return { token, tenant: "", weight: 1, limit: 1, tenantLimit: Number.POSITIVE_INFINITY, ticket };
+  }
 
   #settle(now: number): void {
     if (this.holder !== undefined && this.holder.expiresAt <= now) this.holder = undefined;
@@ -298,14 +416,14 @@ export class LockModel {
       if (local.maxQueue > 0 && this.queue.length >= local.maxQueue) {
         return { acquired: false, queueFull: true, retryAfterMs: this.#retryAfter(now) };
       }
-      this.queue.push({ token, weight: 1, limit: 1, expiresAt: local.until, localLeaseMs: ttlMs });
+      this.queue.push({ ...this.#lockWaiter(token), expiresAt: local.until, localLeaseMs: ttlMs });
       return { acquired: false, queued: true, retryAfterMs: this.#retryAfter(now) };
     }
     if (queue === undefined) return { acquired: false, retryAfterMs: this.#retryAfter(now) };
     if (queue.maxQueue > 0 && this.queue.length >= queue.maxQueue) {
       return { acquired: false, queueFull: true, retryAfterMs: this.#retryAfter(now) };
     }
-    this.queue.push({ token, weight: 1, limit: 1, expiresAt: now + queue.claimMs });
+    this.queue.push({ ...this.#lockWaiter(token), expiresAt: now + queue.claimMs });
     return { acquired: false, queued: true, retryAfterMs: this.#retryAfter(now) };
   }
 

@@ -1,0 +1,176 @@
+import { describe, expect, it } from "vitest";
+import { lock, type SemaphoreLease, SemaphoreNotAcquiredError, semaphore, ValidationError } from "../../src/index.js";
+import { uniquePrefix } from "../support/redis.js";
+import { eventually, storesUnderTest } from "../support/stores.js";
+
+describe.each(storesUnderTest)("fair tenant shares on the $name store", ({ make, redis }) => {
+  const setup = (options: Record<string, unknown> = {}) => {
+    const prefix = uniquePrefix();
+    const slots = semaphore({ client: make(), limit: 4, tenantLimit: 2, prefix, ...options } as never);
+    return { slots, prefix };
+  };
+
+  it("one lease counts against the id's limit and its tenant's; a refusal says which bound was hit", async () => {
+    const { slots } = setup();
+    const a1 = await slots.acquire("openai", { tenant: "acme" });
+    const a2 = await slots.acquire("openai", { tenant: "acme" });
+    expect(a1).toMatchObject({ tenant: "acme", limit: 4, weight: 1 });
+    // Acme is at its cap; the id still has room: acme is refused as "tenant-full", globex is admitted.
+    const refused = await slots.run("openai", async () => "no", { tenant: "acme" }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(SemaphoreNotAcquiredError);
+    expect(refused).toMatchObject({ reason: "tenant-full", tenant: "acme", tenantLimit: 2, key: "openai", limit: 4 });
+    expect((refused as SemaphoreNotAcquiredError).retryAfterMs).toBeGreaterThan(0);
+    const g1 = await slots.acquire("openai", { tenant: "globex" });
+    const g2 = await slots.acquire("openai", { tenant: "globex" });
+    expect([g1, g2].every((lease) => lease !== null)).toBe(true);
+    // Now the id is full too: a caller of a tenant with room gets "full"; one at its cap still "tenant-full".
+    const initech = await slots.run("openai", async () => "no", { tenant: "initech" }).catch((e: unknown) => e);
+    expect(initech).toMatchObject({ reason: "full", tenant: "initech" });
+    const both = await slots.run("openai", async () => "no", { tenant: "acme" }).catch((e: unknown) => e);
+    expect(both).toMatchObject({ reason: "tenant-full" });
+    expect(await slots.stats("openai")).toMatchObject({ used: 4, holders: 4, tenants: 2 });
+    expect(await slots.stats("openai", { tenant: "acme" })).toEqual({
+      tenant: "acme",
+      limit: 2,
+      used: 2,
+      waiting: 0,
+      available: 0,
+    });
+    for (const lease of [a1, a2, g1, g2]) await lease?.release();
+    expect(await slots.stats("openai", { tenant: "acme" })).toEqual({
+      tenant: "acme",
+      limit: 2,
+      used: 0,
+      waiting: 0,
+      available: 2,
+    });
+  });
+
+  it("weights count against both bounds; callers without a tenant count against the id only", async () => {
+    const { slots } = setup({ limit: 5, tenantLimit: 3 });
+    const heavy = await slots.acquire("k", { tenant: "acme", weight: 3 });
+    expect(heavy).toMatchObject({ weight: 3, tenant: "acme" });
+    expect(await slots.acquire("k", { tenant: "acme" })).toBeNull();
+    const plain = await slots.acquire("k", { weight: 2 });
+    expect(plain).toMatchObject({ weight: 2, tenant: undefined });
+    expect(await slots.acquire("k", { tenant: "globex" })).toBeNull();
+    expect(await slots.stats("k")).toMatchObject({ used: 5, holders: 2, tenants: 1 });
+    await heavy?.release();
+    const globex = await slots.acquire("k", { tenant: "globex", weight: 3 });
+    expect(globex).not.toBeNull();
+    await globex?.release();
+    await plain?.release();
+  });
+
+  it("tenantLimit may be a function of the tenant, and a call may pass its own", async () => {
+    const premium = new Set(["acme"]);
+    const { slots } = setup({ limit: 10, tenantLimit: (tenant: string) => (premium.has(tenant) ? 4 : 1) });
+    const acme = await Promise.all(Array.from({ length: 5 }, () => slots.acquire("k", { tenant: "acme" })));
+    expect(acme.filter(Boolean)).toHaveLength(4);
+    expect(await slots.acquire("k", { tenant: "globex" })).not.toBeNull();
+    expect(await slots.acquire("k", { tenant: "globex" })).toBeNull();
+    expect(await slots.acquire("k", { tenant: "globex", tenantLimit: 2 })).not.toBeNull();
+    expect(await slots.stats("k", { tenant: "globex" })).toMatchObject({ limit: 1, used: 2 });
+    expect(await slots.stats("k", { tenant: "globex", tenantLimit: 3 })).toMatchObject({ limit: 3, used: 2, available: 1 });
+  });
+
+  it("bad tenant options are refused before any permit is taken, naming the option", async () => {
+    const { slots, prefix } = setup();
+    const plain = semaphore({ client: make(), limit: 4, prefix });
+    const cases: [() => Promise<unknown>, string, RegExp][] = [
+      [() => plain.acquire("k", { tenant: "acme" }), "tenantLimit", /has no tenantLimit/],
+      [() => plain.acquire("k", { tenantLimit: 2 }), "tenant", /without a `tenant`/],
+      [() => slots.acquire("k", { tenantMaxQueue: 2 }), "tenant", /without a `tenant`/],
+      [() => slots.acquire("k", { tenant: "acme", tenantLimit: 5 }), "tenantLimit", /above the id's limit 4/],
+      [() => slots.acquire("k", { tenant: "acme", weight: 3 }), "weight", /above the tenantLimit 2/],
+      [() => slots.acquire("k", { tenant: "" }), "tenant", /non-empty string/],
+      [() => slots.acquire("k", { tenant: "a\nb" }), "tenant", /printable/],
+      [() => slots.acquire("k", { tenant: "acme", tenantLimit: 0 }), "tenantLimit", /at least 1/],
+      [() => slots.acquire("k", { tenant: "acme", tenantMaxQueue: -1 }), "tenantMaxQueue", /at least 1/],
+      [() => lock({ client: make(), prefix }).acquire("k", { tenant: "acme" } as never), "tenant", /unknown option `tenant`/],
+    ];
+    for (const [call, option, message] of cases) {
+      const error = await call().catch((e: unknown) => e);
+      expect(error, String(message)).toBeInstanceOf(ValidationError);
+      expect(error).toMatchObject({ option });
+      expect((error as Error).message).toMatch(message);
+    }
+    expect(() => semaphore({ client: make(), limit: 4, tenantLimit: 5 })).toThrow(/above the id's limit 4/);
+    expect(() => semaphore({ client: make(), limit: 4, tenantLimit: 0 })).toThrow(ValidationError);
+    expect(await slots.stats("k")).toMatchObject({ used: 0, waiting: 0 });
+  });
+
+  it("waiting tenants are served in turn: one tenant's burst does not make another wait behind it", async () => {
+    const { slots } = setup({ limit: 1, tenantLimit: 1, waitMs: 30_000 });
+    const holder = await slots.acquire("k", { tenant: "acme" });
+    const order: string[] = [];
+    const runs: Promise<unknown>[] = [];
+    const join = async (tenant: string, n: number) => {
+      const before = (await slots.stats("k")).waiting;
+      runs.push(
+        slots.run(
+          "k",
+          async () => {
+            order.push(`${tenant}${n}`);
+          },
+          { tenant },
+        ),
+      );
+      await eventually(async () => (await slots.stats("k")).waiting === before + 1);
+    };
+    for (let n = 1; n <= 6; n++) await join("acme", n);
+    await join("globex", 1);
+    await join("initech", 1);
+    await holder?.release();
+    await Promise.all(runs);
+    // Acme's first waiter had its turn before the others arrived; then each tenant in turn.
+    expect(order.slice(0, 4)).toEqual(["acme1", "globex1", "initech1", "acme2"]);
+    expect(order).toHaveLength(8);
+  });
+
+  it("a tenant at its cap never holds back other tenants", async () => {
+    const { slots } = setup({ limit: 4, tenantLimit: 2, waitMs: 30_000 });
+    const acme = [await slots.acquire("k", { tenant: "acme" }), await slots.acquire("k", { tenant: "acme" })];
+    // Acme waits (at its cap) while the id has two free permits.
+    const acmeWaiting = slots.acquire("k", { tenant: "acme" });
+    await eventually(async () => (await slots.stats("k")).waiting === 1);
+    const globex = await slots.acquire("k", { tenant: "globex" });
+    const failFast = await slots.acquire("k", { tenant: "initech", waitMs: 0 });
+    expect(globex).not.toBeNull();
+    expect(failFast).not.toBeNull();
+    expect(await slots.stats("k")).toMatchObject({ used: 4, waiting: 1 });
+    await acme[0]?.release();
+    const third = (await acmeWaiting) as SemaphoreLease;
+    expect(third.tenant).toBe("acme");
+    for (const lease of [acme[1], globex, failFast, third]) await lease?.release();
+  });
+
+  it("maxQueue bounds the id's queue, tenantMaxQueue each tenant's share of it", async () => {
+    const { slots } = setup({ limit: 1, tenantLimit: 1, waitMs: 30_000, maxQueue: 3, tenantMaxQueue: 2 });
+    const holder = await slots.acquire("k", { tenant: "acme" });
+    const waits = [slots.acquire("k", { tenant: "acme" }), slots.acquire("k", { tenant: "acme" })];
+    await eventually(async () => (await slots.stats("k")).waiting === 2);
+    const third = await slots.run("k", async () => 1, { tenant: "acme" }).catch((e: unknown) => e);
+    expect(third).toMatchObject({ reason: "queue-full", tenant: "acme" });
+    const other = slots.acquire("k", { tenant: "globex" });
+    await eventually(async () => (await slots.stats("k")).waiting === 3);
+    const overflow = await slots.run("k", async () => 1, { tenant: "initech" }).catch((e: unknown) => e);
+    expect(overflow).toMatchObject({ reason: "queue-full" });
+    expect(await slots.stats("k", { tenant: "acme" })).toMatchObject({ waiting: 2 });
+    await holder?.release();
+    // Each waiter gives its permit back as soon as it has it, so that the next can have its turn.
+    await Promise.all([...waits, other].map((pending) => pending.then((lease) => lease?.release())));
+  });
+
+  it("a tenant's crashed holder is reclaimed after its lease, and an idle id leaves nothing behind", async () => {
+    const { slots, prefix } = setup({ limit: 4, tenantLimit: 1 });
+    await slots.acquire("k", { tenant: "acme", leaseMs: 150 }); // crashes
+    expect(await slots.acquire("k", { tenant: "acme" })).toBeNull();
+    await eventually(async () => (await slots.stats("k", { tenant: "acme" })).used === 0);
+    const next = await slots.acquire("k", { tenant: "acme", leaseMs: 150 });
+    expect(next).not.toBeNull();
+    await next?.release();
+    if (redis !== undefined) await eventually(async () => (await redis().keys(`*${prefix}*`)).length === 0);
+    expect(await slots.stats("k")).toMatchObject({ used: 0, tenants: 0 });
+  });
+});
