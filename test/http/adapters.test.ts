@@ -518,7 +518,11 @@ describe("adapter options are validated when the middleware is created", () => {
       () => honoSemaphore("x", 1, { ttlMs: 5 } as never),
       /unknown option `ttlMs` for semaphore middleware/,
     ],
-    ["Hono bad client", () => honoLock("x", { client: "redis://x" as never }), /`client` must be an ioredis/],
+    [
+      "Hono bad client",
+      () => honoLock("x", { client: "redis://x" as never }),
+      /`client` must be a Redis client \(an ioredis or iovalkey Redis or Cluster, or a node-redis client/,
+    ],
     ["Hono name with a newline", () => honoLock("a\nb"), /control characters/],
     ["Express waitMs beyond a timer", () => expressSemaphore("x", 1, { waitMs: 2 ** 31 }), /`waitMs` must be a whole number/],
     [
