@@ -86,6 +86,7 @@ const ignore = (): void => {};
 
 interface Emitter {
   on(event: string, listener: (...args: never[]) => void): unknown;
+  off?(event: string, listener: (...args: never[]) => void): unknown;
   listenerCount?(event: string): number;
 }
 
@@ -131,6 +132,8 @@ class NodeRedisClient implements ScriptClient {
   /** Once the client has been open, leasehold never opens it again: a client its owner closed stays closed. */
   #wasOpen = false;
   #retryAt = 0;
+  /** A cluster its owner is connecting: commands wait for its slots. */
+  #discovering: Promise<void> | undefined;
 
   constructor(
     private readonly raw: Loose & Emitter,
@@ -159,12 +162,13 @@ class NodeRedisClient implements ScriptClient {
    * A client that has never been open is connected here, on first use, once
    * (again only if that connect failed, at most once a second): commands wait
    * for it. A client that is open, or that was and has been closed, is left
-   * as it is.
+   * as it is; a cluster still finding its slots is waited for.
    */
   #open(): Promise<void> | undefined {
     if (this.#wasOpen) return undefined;
     if (this.#connecting !== undefined) return this.#connecting;
     if (this.raw.isOpen === true) {
+      if (!this.#discovered()) return this.#discovery();
       this.#wasOpen = true;
       return undefined;
     }
@@ -186,6 +190,33 @@ class NodeRedisClient implements ScriptClient {
     connecting.catch(ignore); // each waiting command sees the failure; this branch only keeps it handled
     this.#connecting = connecting;
     return connecting;
+  }
+
+  /**
+   * A cluster connecting (its owner called `connect()` and did not wait) knows
+   * no slots yet, and fails every command: wait for it. v6 says so with
+   * `isReady`; v5 has no masters yet.
+   */
+  #discovered(): boolean {
+    if (this.kind !== "node-redis-cluster") return true;
+    const { isReady, masters } = this.raw;
+    return isReady === true || (isReady === undefined && Array.isArray(masters) && masters.length > 0);
+  }
+
+  /** Until the cluster's 'connect' event, and at most a second: then commands go, and fail as node-redis decides. */
+  #discovery(): Promise<void> {
+    this.#discovering ??= new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.raw.off?.("connect", done);
+        this.#discovering = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, RECONNECT_AFTER_MS);
+      timer.unref();
+      this.raw.on("connect", done);
+    });
+    return this.#discovering;
   }
 
   /**
