@@ -18,7 +18,15 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { semaphore as expressSemaphore } from "../integrations/express/index.js";
 import { semaphore as honoSemaphore } from "../integrations/hono/index.js";
 import { LeaseholdModule, Semaphore } from "../integrations/nestjs/index.js";
-import { lock, type RedisClient, redisStore, StoreUnavailableError, semaphore, ValidationError } from "../src/index.js";
+import {
+  lock,
+  type NodeRedisLikeClient,
+  type RedisClient,
+  redisStore,
+  StoreUnavailableError,
+  semaphore,
+  ValidationError,
+} from "../src/index.js";
 import { clientKind } from "../src/store/clients.js";
 import { listenNest } from "./http/nest-app.js";
 import { type NodeRedis, newNodeRedis, newRedis, newValkey, uniquePrefix } from "./support/redis.js";
@@ -221,6 +229,37 @@ describe.each(variants)("through $name", ({ make }) => {
     await eventually(async () => (await connections()) === before, 5_000);
     expect(await waiting.count("k")).toBe(0);
   });
+});
+
+describe("node-redis clusters", () => {
+  it.each([
+    ["6", (url: string): NodeRedisLikeClient => createCluster({ rootNodes: [{ url }] })],
+    ["5", (url: string): NodeRedisLikeClient => createCluster5({ rootNodes: [{ url }] })],
+  ] as const)(
+    "%s: unreachable at first use, calls fail with its connect error within the bound, and connecting is tried again after a second",
+    async (_, create) => {
+      const cluster = create(`redis://127.0.0.1:${await freePort()}`);
+      // Counts leasehold's connect() calls, passing each through.
+      const connect = cluster.connect.bind(cluster);
+      let tries = 0;
+      Object.assign(cluster, {
+        connect: () => {
+          tries++;
+          return connect();
+        },
+      });
+      const slots = semaphore(redisStore(cluster, { timeoutMs: 300 }), { limit: 1, prefix: uniquePrefix() });
+      const started = performance.now();
+      for (let n = 0; n < 3; n++) await expect(slots.acquire("k")).rejects.toThrow(/root nodes are unavailable/);
+      expect(performance.now() - started).toBeLessThan(1_000);
+      // Inside that second the first failure is repeated, with no new attempt; after it, a new one.
+      expect(tries).toBe(1);
+      expect(cluster.isOpen).toBe(false);
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      await expect(slots.acquire("k")).rejects.toThrow(/root nodes are unavailable/);
+      expect(tries).toBe(2);
+    },
+  );
 });
 
 describe.each([

@@ -132,6 +132,7 @@ class NodeRedisClient implements ScriptClient {
   /** Once the client has been open, leasehold never opens it again: a client its owner closed stays closed. */
   #wasOpen = false;
   #retryAt = 0;
+  #failure: unknown;
   /** A cluster its owner is connecting: commands wait for its slots. */
   #discovering: Promise<void> | undefined;
 
@@ -172,7 +173,8 @@ class NodeRedisClient implements ScriptClient {
       this.#wasOpen = true;
       return undefined;
     }
-    if (performance.now() < this.#retryAt) return undefined; // fails at once: the client is closed
+    // Too soon after leasehold's own connect failed: fail the same way, at once.
+    if (performance.now() < this.#retryAt) return Promise.reject(this.#failure);
     // node-redis throws an 'error' event nobody listens to, which would end the process:
     // failures reach leasehold's callers as StoreUnavailableError instead.
     if (this.raw.listenerCount?.("error") === 0) this.raw.on("error", ignore);
@@ -183,6 +185,7 @@ class NodeRedisClient implements ScriptClient {
       },
       (error: unknown) => {
         this.#retryAt = performance.now() + RECONNECT_AFTER_MS;
+        this.#failure = error;
         this.#connecting = undefined;
         throw error;
       },
