@@ -11,6 +11,7 @@ import { Sema } from "async-sema";
 import autocannon from "autocannon";
 import { Redis } from "ioredis";
 import pLimit from "p-limit";
+import { createClient } from "redis";
 import { Semaphore as RedisSemaphore } from "redis-semaphore";
 import { CHANNELS, memoryStore, semaphore } from "../dist/esm/src/index.js";
 import { freePort, startRedisServer } from "../test/support/redis-server.js";
@@ -60,9 +61,11 @@ async function commands(): Promise<Record<string, number>> {
 const sent = (before: Record<string, number>, after: Record<string, number>) =>
   ["evalsha", "eval"].reduce((sum, name) => sum + ((after[name] ?? 0) - (before[name] ?? 0)), 0);
 
+/** The least a client can do for one cycle: a script that admits under a limit, then a ZREM. */
+const floorScript = `if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) return 1 end return 0`;
+
 /** 1. One acquire + release cycle on Redis: leasehold, redis-semaphore, and bare ioredis doing the least possible. */
 async function redisCycles(): Promise<void> {
-  const floorScript = `if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) return 1 end return 0`;
   const floorSha = (await redis.script("LOAD", floorScript)) as string;
   const slots = semaphore(redis, { limit: 100_000, prefix: "bench-cycle" });
   let n = 0;
@@ -129,6 +132,75 @@ async function redisCycles(): Promise<void> {
       target("cycles/s at 8 vs redis-semaphore", versus(8, "redis-semaphore"), 1),
       target("cycles/s at 64 vs redis-semaphore", versus(64, "redis-semaphore"), 2),
       target("cycles/s at 64 vs the bare-ioredis floor (for reference)", versus(64, "bare ioredis (floor)"), 1),
+    ],
+  });
+}
+
+/**
+ * 1b. The same cycle at concurrency 64 through each client library: leasehold
+ * over ioredis and over node-redis, in interleaved rounds, beside each
+ * library's bare floor (two plain commands a cycle, no coalescing: what the
+ * library itself costs here).
+ */
+async function clientCycles(): Promise<void> {
+  const nodeRedis = createClient({ url: server.url });
+  await nodeRedis.connect();
+  const floorSha = (await redis.script("LOAD", floorScript)) as string;
+  const viaIoredis = semaphore(redis, { limit: 100_000, prefix: "bench-client-io" });
+  const viaNodeRedis = semaphore(nodeRedis, { limit: 100_000, prefix: "bench-client-nr" });
+  let n = 0;
+  const subjects: [string, () => Promise<unknown>][] = [
+    [
+      "bare ioredis (floor)",
+      async () => {
+        const token = `t${n++}`;
+        await redis.evalsha(floorSha, 1, "floor-io", token, 100_000, Date.now() + 60_000);
+        await redis.zrem("floor-io", token);
+      },
+    ],
+    [
+      "bare node-redis (floor)",
+      async () => {
+        const token = `t${n++}`;
+        await nodeRedis.evalSha(floorSha, { keys: ["floor-nr"], arguments: [token, "100000", String(Date.now() + 60_000)] });
+        await nodeRedis.zRem("floor-nr", token);
+      },
+    ],
+    ["leasehold via ioredis", async () => (await viaIoredis.acquire("k"))?.release()],
+    ["leasehold via node-redis", async () => (await viaNodeRedis.acquire("k"))?.release()],
+  ];
+  const results: Record<string, Sample[]> = {};
+  for (let r = 0; r < rounds; r++) {
+    for (const [name, op] of subjects) results[name] = [...(results[name] ?? []), await cycles(op, 64, ms(2000, 400))];
+  }
+  const at: Record<string, Sample> = {};
+  const rows: Record<string, number | string>[] = [];
+  const bars: Scenario["bars"] = [];
+  for (const [name] of subjects) {
+    const sample = medianOf(results[name] as Sample[]);
+    at[name] = sample;
+    rows.push({
+      subject: name,
+      concurrency: 64,
+      "cycles/s": Math.round(sample.opsPerSec),
+      "p50 ms": round(sample.p50),
+      "p99 ms": round(sample.p99),
+    });
+    bars.push({ label: `${name} @64`, value: sample.opsPerSec });
+  }
+  const rate = (name: string) => (at[name] as Sample).opsPerSec;
+  nodeRedis.destroy();
+  scenarios.push({
+    name: "client-cycle",
+    unit: "cycles/s",
+    rows,
+    bars,
+    targets: [
+      target(
+        "leasehold via node-redis vs via ioredis, cycles/s at 64",
+        rate("leasehold via node-redis") / rate("leasehold via ioredis"),
+        0.8,
+      ),
     ],
   });
 }
@@ -499,7 +571,7 @@ async function scale(): Promise<void> {
 }
 
 const started = performance.now();
-for (const step of [redisCycles, contended, commandsPerRequest, httpOverhead, inProcess, scale]) {
+for (const step of [redisCycles, clientCycles, contended, commandsPerRequest, httpOverhead, inProcess, scale]) {
   if (only !== undefined && !only.includes(step.name)) continue;
   process.stdout.write(`running ${step.name}...`);
   const stepStarted = performance.now();

@@ -1,29 +1,22 @@
 import { StoreUnavailableError, ValidationError } from "./errors.js";
+import { ACCEPTED_CLIENTS, isRedisClient, type RedisClient } from "./store/clients.js";
 import { defaultStore } from "./store/memory.js";
-import { type RedisClient, redisStore } from "./store/redis.js";
+import { redisStore } from "./store/redis.js";
 import { isStore, type Store } from "./store/types.js";
 
 type Resolved = Store | RedisClient;
 
 /**
- * What `client` accepts: a store, an ioredis `Redis` or `Cluster` (or any
- * client with `evalsha`/`eval`), a promise of either, or a function returning
- * either (called once, on first use, and again only if it failed).
+ * What `client` accepts: a store, a Redis client (an ioredis or iovalkey
+ * `Redis` or `Cluster`, a node-redis `createClient()` or `createCluster()`,
+ * recognised by shape), a promise of either, or a function returning either
+ * (called once, on first use, and again only if it failed).
  */
 export type ClientInput = Resolved | PromiseLike<Resolved> | (() => Resolved | PromiseLike<Resolved>);
 
 /** A lazily resolved store: `get()` answers synchronously once resolved. */
 export interface StoreSource {
   get(): Store | Promise<Store>;
-}
-
-function isRedisClient(value: unknown): value is RedisClient {
-  return (
-    typeof value === "object" &&
-    value !== null &&
-    typeof (value as RedisClient).evalsha === "function" &&
-    typeof (value as RedisClient).eval === "function"
-  );
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -45,7 +38,7 @@ function toStore(value: unknown): Store {
   }
   throw new ValidationError(
     "client",
-    "`client` resolved to something that is neither a store nor a Redis client. Pass an ioredis Redis or Cluster, memoryStore() or redisStore(client).",
+    `\`client\` resolved to something that is neither a store nor a Redis client. Pass ${ACCEPTED_CLIENTS}, memoryStore() or redisStore(client).`,
   );
 }
 
@@ -69,7 +62,7 @@ export function storeSource(client: unknown): StoreSource {
   if (!isThenable(client) && typeof client !== "function") {
     throw new ValidationError(
       "client",
-      "`client` must be an ioredis Redis or Cluster, a promise of one, a function returning one, or a store (memoryStore(), redisStore(client)). Omit it to use the embedded memory store.",
+      `\`client\` must be a Redis client (${ACCEPTED_CLIENTS}), a promise of one, a function returning one, or a store (memoryStore(), redisStore(client)). Omit it to use the embedded memory store.`,
     );
   }
   let store: Store | undefined;

@@ -34,7 +34,14 @@ export {
   semaphore,
 } from "./semaphore.js";
 export { type MemoryStoreOptions, memoryStore } from "./store/memory.js";
-export { type RedisClient, type RedisStore, type RedisStoreOptions, redisStore } from "./store/redis.js";
+export {
+  type IoredisLikeClient,
+  type NodeRedisLikeClient,
+  type RedisClient,
+  type RedisStore,
+  type RedisStoreOptions,
+  redisStore,
+} from "./store/redis.js";
 export type {
   AcquireReply,
   Grant,

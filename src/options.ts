@@ -239,7 +239,9 @@ export function factoryOptions(args: readonly unknown[], where: string, known: r
     const first = args[0];
     const isClient =
       typeof first === "function" ||
-      (typeof first === "object" && first !== null && ("evalsha" in first || "then" in first || "lockAcquire" in first));
+      (typeof first === "object" &&
+        first !== null &&
+        ("evalsha" in first || "evalSha" in first || "then" in first || "lockAcquire" in first));
     options = isClient ? { client: first } : optionsObject(first, where);
   }
   knownOptions(options, known, where);

@@ -1,6 +1,10 @@
 // Type-level tests: checked by `tsc --noEmit` inside `npm test`; at run time they only assert trivia.
 import express from "express";
 import { Hono } from "hono";
+import { Cluster, Redis } from "ioredis";
+import { Valkey, Cluster as ValkeyCluster } from "iovalkey";
+import { createClient, createCluster } from "redis";
+import { createClient as createClient5, createCluster as createCluster5 } from "redis5";
 import { describe, expectTypeOf, it } from "vitest";
 import { lock as expressLock, semaphore as expressSemaphore } from "../integrations/express/index.js";
 import { lock as honoLock, semaphore as honoSemaphore } from "../integrations/hono/index.js";
@@ -10,6 +14,8 @@ import {
   type Lease,
   type LockLease,
   lock,
+  type RedisClient,
+  redisStore,
   type SemaphoreLease,
   type SemaphoreNotAcquiredError,
   type StoreUnavailableError,
@@ -34,6 +40,29 @@ describe("types", () => {
     expectTypeOf<SemaphoreLease>().toMatchTypeOf<Lease>();
     expectTypeOf<SemaphoreNotAcquiredError["limit"]>().toEqualTypeOf<number>();
     expectTypeOf<StoreUnavailableError["code"]>().toEqualTypeOf<string>();
+  });
+
+  it("clients: every library's client and cluster fits wherever a client goes, with no cast", () => {
+    // Type-checked, never run: these would open connections.
+    const checks = () => {
+      expectTypeOf(new Redis()).toMatchTypeOf<RedisClient>();
+      expectTypeOf(new Cluster([])).toMatchTypeOf<RedisClient>();
+      expectTypeOf(new Valkey()).toMatchTypeOf<RedisClient>();
+      expectTypeOf(new ValkeyCluster([])).toMatchTypeOf<RedisClient>();
+      expectTypeOf(createClient()).toMatchTypeOf<RedisClient>();
+      expectTypeOf(createCluster({ rootNodes: [] })).toMatchTypeOf<RedisClient>();
+      expectTypeOf(createClient5()).toMatchTypeOf<RedisClient>();
+      expectTypeOf(createCluster5({ rootNodes: [] })).toMatchTypeOf<RedisClient>();
+      semaphore(createClient({ url: "redis://localhost" }), { limit: 1 });
+      semaphore({ client: createCluster({ rootNodes: [] }), limit: 1 });
+      semaphore({ client: createClient().connect(), limit: 1 });
+      lock(createClient5());
+      redisStore(createClient(), { timeoutMs: 500 });
+      expressSemaphore("s", 2, { client: createClient() });
+      // @ts-expect-error a URL is not a client
+      semaphore("redis://localhost", { limit: 1 });
+    };
+    expectTypeOf(checks).toBeFunction();
   });
 
   it("Express: req.lease is typed by augmenting Request", () => {

@@ -42,10 +42,20 @@ const factoryCases: [string, () => unknown, string, RegExp][] = [
   ["empty prefix", () => lock({ prefix: "" }), "prefix", /non-empty string/],
   ["prefix with braces", () => semaphore({ limit: 1, prefix: "a{b}" }), "prefix", /Redis Cluster hash tag/],
   ["prefix with a colon", () => lock({ prefix: "api:v2" }), "prefix", /must not contain ":".*"myapp-locks"/],
-  ["client of the wrong kind", () => semaphore({ client: 42 as never, limit: 1 }), "client", /ioredis Redis or Cluster/],
+  [
+    "client of the wrong kind",
+    () => semaphore({ client: 42 as never, limit: 1 }),
+    "client",
+    /ioredis or iovalkey Redis or Cluster, or a node-redis client \(createClient\(\)\) or cluster \(createCluster\(\)\)/,
+  ],
   ["client twice", () => lock(memoryStore(), { client: memoryStore() } as never), "client", /client twice/],
   ["options not an object", () => semaphore("20" as never), "options", /must be an object/],
-  ["redisStore without a client", () => redisStore({} as never), "client", /needs an ioredis Redis or Cluster/],
+  [
+    "redisStore without a client",
+    () => redisStore({} as never),
+    "client",
+    /needs a Redis client: an ioredis or iovalkey Redis or Cluster, or a node-redis client/,
+  ],
   [
     "redisStore timeout",
     () => redisStore({ evalsha: () => 0, eval: () => 0 } as never, { timeoutMs: 0 }),

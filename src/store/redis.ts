@@ -1,5 +1,6 @@
 import { StoreUnavailableError, ValidationError } from "../errors.js";
 import { knownOptions, optionsObject, positiveMs } from "../validate.js";
+import { ACCEPTED_CLIENTS, isRedisClient, type RedisClient, type Subscriber, scriptClient } from "./clients.js";
 import { Coalescer } from "./coalesce.js";
 import { scripts } from "./lua.generated.js";
 import type {
@@ -15,28 +16,8 @@ import type {
   WaiterStatus,
 } from "./types.js";
 
-/**
- * The part of a Redis client leasehold uses, typed structurally so that an
- * ioredis `Redis` or `Cluster` (or any compatible client) fits. `duplicate`
- * gives the subscriber connection that wakes waiters; without it, waiting
- * still works, woken by timers only.
- */
-export interface RedisClient {
-  evalsha(...args: never[]): Promise<unknown>;
-  eval(...args: never[]): Promise<unknown>;
-  duplicate?(...args: never[]): unknown;
-}
+export type { IoredisLikeClient, NodeRedisLikeClient, RedisClient } from "./clients.js";
 
-/** The part of a subscriber connection leasehold uses. */
-interface Subscriber {
-  subscribe(channel: string): Promise<unknown>;
-  unsubscribe(channel: string): Promise<unknown>;
-  on(event: "message", listener: (channel: string, message: string) => void): unknown;
-  on(event: "error", listener: (error: Error) => void): unknown;
-  disconnect(): void;
-}
-
-type ScriptCall = (script: string, keyCount: number, ...args: (string | number)[]) => Promise<unknown>;
 /** The embedded scripts, by name; the model-based suite swaps in a build whose clock it sets. */
 export type Scripts = { readonly [Name in keyof typeof scripts]: Script };
 type Script = { readonly name: string; readonly sha: string; readonly source: string };
@@ -73,11 +54,12 @@ export interface RedisStore extends Store {
  * again for the next call.
  */
 async function runScript(client: RedisClient, script: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
+  const calls = scriptClient(client);
   try {
-    return await (client.evalsha as unknown as ScriptCall)(script.sha, keys.length, ...keys, ...args);
+    return await calls.evalsha(script.sha, keys, args);
   } catch (error) {
     if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error;
-    return (client.eval as unknown as ScriptCall)(script.source, keys.length, ...keys, ...args);
+    return calls.eval(script.source, keys, args);
   }
 }
 
@@ -435,12 +417,7 @@ class RedisLeaseStore implements RedisStore {
   #connect(): Subscriber | undefined {
     clearTimeout(this.#idle);
     if (this.#subscriber !== undefined) return this.#subscriber;
-    if (typeof this.client.duplicate !== "function") return undefined;
-    const subscriber = (this.client.duplicate as () => Subscriber)();
-    subscriber.on("error", () => {
-      // Connection trouble shows up as failed calls on the main client; timers back waiting up.
-    });
-    subscriber.on("message", (channel, message) => this.#deliver(channel, message));
+    const subscriber = scriptClient(this.client).subscriber((channel, message) => this.#deliver(channel, message));
     this.#subscriber = subscriber;
     return subscriber;
   }
@@ -481,7 +458,7 @@ class RedisLeaseStore implements RedisStore {
     clearTimeout(this.#idle);
     this.#idle = setTimeout(() => {
       if (this.#channels.size > 0 || this.#subscriber === undefined) return;
-      this.#subscriber.disconnect();
+      this.#subscriber.close();
       this.#subscriber = undefined;
     }, 1000);
     this.#idle.unref();
@@ -507,9 +484,9 @@ async function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
 
 /**
  * A store over a Redis server (or Valkey, or a Redis Cluster): the limit
- * holds across every process that points at the same server. Passing an
- * ioredis client as `client` wraps it in one of these with the defaults;
- * call it yourself to change them.
+ * holds across every process that points at the same server. Passing a
+ * Redis client (ioredis, iovalkey or node-redis) as `client` wraps it in one
+ * of these with the defaults; call it yourself to change them.
  *
  * @example
  * ```ts
@@ -525,8 +502,8 @@ export function redisStore(client: RedisClient, options: RedisStoreOptions = {})
 
 /** {@link redisStore} over a given script table: the model-based suite passes one whose clock it sets. */
 export function createRedisStore(client: RedisClient, options: RedisStoreOptions, table: Scripts): RedisStore {
-  if (typeof client !== "object" || client === null || typeof client.evalsha !== "function") {
-    throw new ValidationError("client", "redisStore(client) needs an ioredis Redis or Cluster (anything with evalsha and eval).");
+  if (!isRedisClient(client)) {
+    throw new ValidationError("client", `redisStore(client) needs a Redis client: ${ACCEPTED_CLIENTS}.`);
   }
   const given = optionsObject(options, "redisStore");
   knownOptions(given, ["timeoutMs", "waiterLeaseMs"], "redisStore");

@@ -1,9 +1,10 @@
 // One load process for the fault scenarios: CALLERS concurrent callers loop
 // run() on one semaphore until DURATION_MS has passed, logging every step as
 // a JSON line with process.hrtime.bigint() (comparable across processes on
-// one host). Exits on its own.
-import { Redis } from "ioredis";
+// one host). Exits on its own. CLIENT picks the client library: ioredis (the
+// default) or node-redis.
 import { LeaseholdError, redisStore, semaphore } from "../../src/index.js";
+import { faultClient } from "./clients.js";
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const skew = env("SKEW_MS", 0);
@@ -13,9 +14,8 @@ if (skew !== 0) {
   Date.now = () => realNow() + skew;
 }
 
-const redis = new Redis(process.env.REDIS_URL as string, { maxRetriesPerRequest: null, enableOfflineQueue: true });
-redis.on("error", () => {});
-const store = redisStore(redis, { timeoutMs: env("TIMEOUT_MS", 1000), waiterLeaseMs: env("WAITER_LEASE_MS", 5000) });
+const redis = await faultClient(process.env.CLIENT ?? "ioredis", process.env.REDIS_URL as string);
+const store = redisStore(redis.client, { timeoutMs: env("TIMEOUT_MS", 1000), waiterLeaseMs: env("WAITER_LEASE_MS", 5000) });
 const limit = env("LIMIT", 20);
 const slots = semaphore({ client: store, prefix: process.env.PREFIX ?? "faults", limit, leaseMs: env("LEASE_MS", 2000) });
 // Mixed limits (LIMITS="4,6,8": caller n passes the n-th, cyclically), weights 1..WEIGHT_MAX, and
@@ -81,4 +81,4 @@ async function caller(n: number): Promise<void> {
 emit({ e: "ready" });
 await Promise.all(Array.from({ length: env("CALLERS", 10) }, (_, n) => caller(n)));
 emit({ e: "finished" });
-redis.disconnect();
+redis.close();

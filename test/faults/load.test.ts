@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { semaphore } from "../../src/index.js";
 import { startRedisServer } from "../support/redis-server.js";
 import { eventually } from "../support/stores.js";
+import { FAULT_CLIENTS, through } from "./clients.js";
 import { hrnow, msBetween, ownRedis, servers, sleep, startLoads, stopAll, verdictOf } from "./harness.js";
 import { startLoad } from "./history.js";
 import { report } from "./report.js";
@@ -142,37 +143,41 @@ describe("history checker under load and process faults", () => {
     expect(leaks).toBe(0);
   });
 
-  it("5. Redis restart without persistence: scripts reload, every holder learns its lease is gone", async () => {
-    let server = await ownRedis();
-    const settings = { url: server.url, prefix: "restart", limit: 10, leaseMs: 2000 };
-    const loads = startLoads(server.url, settings.prefix, {
-      processes: 3,
-      callers: 20,
-      limit: 10,
-      leaseMs: 2000,
-      durationMs: 6000,
-      // Holds long enough that the holders at the restart are still working when Redis is back, so
-      // their next renewal (not only a release that may time out while Redis is away) finds the lease gone.
-      holdMin: 900,
-      holdMax: 1500,
-    });
-    // Restart only once the workers hold leases (starting them takes a while on a busy machine).
-    await eventually(() => loads.flatMap((load) => load.events).filter((e) => e.e === "enter").length >= 10, 20_000);
-    await sleep(300);
-    await server.stop();
-    servers.splice(servers.indexOf(server), 1);
-    server = await startRedisServer([], server.port);
-    servers.push(server);
-    await Promise.all(loads.map((load) => load.finished));
-    const { verdict, leaks } = await verdictOf("5. Redis restart, no persistence", loads, settings);
-    expect(verdict.declaredLosses).toBeGreaterThan(0);
-    expect(verdict.unexplained).toBe(0);
-    expect(leaks).toBe(0);
-    // Work resumed after the restart: admissions on the new server.
-    expect(verdict.operations).toBeGreaterThan(25);
-  });
+  it.each(FAULT_CLIENTS)(
+    "5. Redis restart without persistence: scripts reload, every holder learns its lease is gone (%s)",
+    async (client) => {
+      let server = await ownRedis();
+      const settings = { url: server.url, prefix: "restart", limit: 10, leaseMs: 2000 };
+      const loads = startLoads(server.url, settings.prefix, {
+        processes: 3,
+        callers: 20,
+        limit: 10,
+        leaseMs: 2000,
+        durationMs: 6000,
+        // Holds long enough that the holders at the restart are still working when Redis is back, so
+        // their next renewal (not only a release that may time out while Redis is away) finds the lease gone.
+        holdMin: 900,
+        holdMax: 1500,
+        extraEnv: () => ({ CLIENT: client }),
+      });
+      // Restart only once the workers hold leases (starting them takes a while on a busy machine).
+      await eventually(() => loads.flatMap((load) => load.events).filter((e) => e.e === "enter").length >= 10, 20_000);
+      await sleep(300);
+      await server.stop();
+      servers.splice(servers.indexOf(server), 1);
+      server = await startRedisServer([], server.port);
+      servers.push(server);
+      await Promise.all(loads.map((load) => load.finished));
+      const { verdict, leaks } = await verdictOf(`5. Redis restart, no persistence${through(client)}`, loads, settings);
+      expect(verdict.declaredLosses).toBeGreaterThan(0);
+      expect(verdict.unexplained).toBe(0);
+      expect(leaks).toBe(0);
+      // Work resumed after the restart: admissions on the new server.
+      expect(verdict.operations).toBeGreaterThan(25);
+    },
+  );
 
-  it("6. SCRIPT FLUSH under load: no error reaches callers", async () => {
+  it.each(FAULT_CLIENTS)("6. SCRIPT FLUSH under load: no error reaches callers (%s)", async (client) => {
     const server = await ownRedis();
     const settings = { url: server.url, prefix: "flush", limit: 10, leaseMs: 2000 };
     const loads = startLoads(server.url, settings.prefix, {
@@ -181,6 +186,7 @@ describe("history checker under load and process faults", () => {
       limit: 10,
       leaseMs: 2000,
       durationMs: 3000,
+      extraEnv: () => ({ CLIENT: client }),
     });
     const admin = new Redis(server.url);
     let flushes = 0;
@@ -192,7 +198,13 @@ describe("history checker under load and process faults", () => {
     }
     admin.disconnect();
     await Promise.all(loads.map((load) => load.finished));
-    const { verdict, leaks } = await verdictOf("6. SCRIPT FLUSH under load", loads, settings, true, `${flushes} flushes`);
+    const { verdict, leaks } = await verdictOf(
+      `6. SCRIPT FLUSH under load${through(client)}`,
+      loads,
+      settings,
+      true,
+      `${flushes} flushes`,
+    );
     expect(verdict.errors).toBe(0);
     expect(verdict.unexplained).toBe(0);
     expect(leaks).toBe(0);

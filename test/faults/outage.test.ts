@@ -1,72 +1,83 @@
 import express from "express";
 import { Redis } from "ioredis";
+import { createClient } from "redis";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
 import { semaphore as guard } from "../../integrations/express/index.js";
-import { redisStore, StoreUnavailableError, semaphore } from "../../src/index.js";
+import { type RedisClient, redisStore, StoreUnavailableError, semaphore } from "../../src/index.js";
 import { freePort, startRedisServer } from "../support/redis-server.js";
 import { eventually } from "../support/stores.js";
+import { FAULT_CLIENTS, through } from "./clients.js";
 import { hrnow, msBetween, ownRedis, servers, sleep, startLoads, stopAll, verdictOf } from "./harness.js";
 import { report } from "./report.js";
 
 afterEach(stopAll);
 
 describe("9. Redis down at start and mid-run", () => {
-  it("9. callers get StoreUnavailableError within the bound, adapters fail closed or open, recovery is automatic", async () => {
-    const port = await freePort();
-    const client = new Redis(`redis://127.0.0.1:${port}`, { maxRetriesPerRequest: null, retryStrategy: () => 100 });
-    client.on("error", () => {});
-    const store = redisStore(client, { timeoutMs: 500 });
-    const slots = semaphore({ client: store, limit: 2, prefix: "outage" });
-    const app = express();
-    app.get("/closed", guard("closed", 1, { client: store }), (_req, res) => res.json({ lease: true }));
-    app.get("/open", guard("open", 1, { client: store, onStoreError: "fail-open" }), (req, res) =>
-      res.json({ lease: req.lease !== undefined }),
-    );
+  it.each(FAULT_CLIENTS)(
+    "9. callers get StoreUnavailableError within the bound, adapters fail closed or open, recovery is automatic (%s)",
+    async (name) => {
+      const port = await freePort();
+      const url = `redis://127.0.0.1:${port}`;
+      // node-redis is handed over unconnected, with no error listener: leasehold connects it, while Redis is still down.
+      const nodeRedis = name === "node-redis" ? createClient({ url, socket: { reconnectStrategy: () => 100 } }) : undefined;
+      const ioredis =
+        nodeRedis === undefined ? new Redis(url, { maxRetriesPerRequest: null, retryStrategy: () => 100 }) : undefined;
+      ioredis?.on("error", () => {});
+      const client = (nodeRedis ?? ioredis) as RedisClient;
+      const store = redisStore(client, { timeoutMs: 500 });
+      const slots = semaphore({ client: store, limit: 2, prefix: "outage" });
+      const app = express();
+      app.get("/closed", guard("closed", 1, { client: store }), (_req, res) => res.json({ lease: true }));
+      app.get("/open", guard("open", 1, { client: store, onStoreError: "fail-open" }), (req, res) =>
+        res.json({ lease: req.lease !== undefined }),
+      );
 
-    // Down at start.
-    let started = performance.now();
-    const atStart = await slots.acquire("k").catch((e: unknown) => e);
-    const boundAtStart = performance.now() - started;
-    expect(atStart).toBeInstanceOf(StoreUnavailableError);
-    expect(boundAtStart).toBeLessThan(1_500);
-    expect((await request(app).get("/closed")).status).toBe(503);
-    expect((await request(app).get("/open")).body).toEqual({ lease: false });
+      // Down at start.
+      let started = performance.now();
+      const atStart = await slots.acquire("k").catch((e: unknown) => e);
+      const boundAtStart = performance.now() - started;
+      expect(atStart).toBeInstanceOf(StoreUnavailableError);
+      expect(boundAtStart).toBeLessThan(1_500);
+      expect((await request(app).get("/closed")).status).toBe(503);
+      expect((await request(app).get("/open")).body).toEqual({ lease: false });
 
-    // Redis arrives: recovery without any action.
-    const server = await startRedisServer([], port);
-    servers.push(server);
-    await eventually(async () => (await slots.acquire("k").catch(() => null)) !== null, 10_000);
-    expect((await request(app).get("/closed")).body).toEqual({ lease: true });
-    expect((await request(app).get("/open")).body).toEqual({ lease: true });
+      // Redis arrives: recovery without any action.
+      const server = await startRedisServer([], port);
+      servers.push(server);
+      await eventually(async () => (await slots.acquire("k").catch(() => null)) !== null, 10_000);
+      expect((await request(app).get("/closed")).body).toEqual({ lease: true });
+      expect((await request(app).get("/open")).body).toEqual({ lease: true });
 
-    // Down mid-run.
-    await server.stop();
-    servers.splice(servers.indexOf(server), 1);
-    started = performance.now();
-    const midRun = await slots.acquire("k").catch((e: unknown) => e);
-    const boundMidRun = performance.now() - started;
-    expect(midRun).toBeInstanceOf(StoreUnavailableError);
-    expect(boundMidRun).toBeLessThan(1_500);
-    const closed = await request(app).get("/closed");
-    expect(closed.status).toBe(503);
-    expect(JSON.parse(closed.text)).toMatchObject({ type: "urn:leasehold:problem:store-unavailable", store: "redis" });
-    expect((await request(app).get("/open")).body).toEqual({ lease: false });
+      // Down mid-run.
+      await server.stop();
+      servers.splice(servers.indexOf(server), 1);
+      started = performance.now();
+      const midRun = await slots.acquire("k").catch((e: unknown) => e);
+      const boundMidRun = performance.now() - started;
+      expect(midRun).toBeInstanceOf(StoreUnavailableError);
+      expect(boundMidRun).toBeLessThan(1_500);
+      const closed = await request(app).get("/closed");
+      expect(closed.status).toBe(503);
+      expect(JSON.parse(closed.text)).toMatchObject({ type: "urn:leasehold:problem:store-unavailable", store: "redis" });
+      expect((await request(app).get("/open")).body).toEqual({ lease: false });
 
-    const back = await startRedisServer([], port);
-    servers.push(back);
-    await eventually(async () => (await request(app).get("/closed")).status === 200, 10_000);
-    client.disconnect();
-    report({
-      scenario: "9. Redis down at start and mid-run",
-      operations: 8,
-      maxHolders: "-",
-      declaredLosses: 0,
-      leaks: 0,
-      verdict: "pass",
-      notes: `refused within ${Math.round(boundAtStart)} / ${Math.round(boundMidRun)} ms (bound 500)`,
-    });
-  });
+      const back = await startRedisServer([], port);
+      servers.push(back);
+      await eventually(async () => (await request(app).get("/closed")).status === 200, 10_000);
+      ioredis?.disconnect();
+      nodeRedis?.destroy();
+      report({
+        scenario: `9. Redis down at start and mid-run${through(name)}`,
+        operations: 8,
+        maxHolders: "-",
+        declaredLosses: 0,
+        leaks: 0,
+        verdict: "pass",
+        notes: `refused within ${Math.round(boundAtStart)} / ${Math.round(boundMidRun)} ms (bound 500)`,
+      });
+    },
+  );
 });
 
 describe("10. maxmemory", () => {

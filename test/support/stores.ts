@@ -1,26 +1,54 @@
 import type { Redis } from "ioredis";
-import { memoryStore, redisStore, type Store } from "../../src/index.js";
-import { newRedis } from "./redis.js";
+import { memoryStore, type RedisClient, redisStore, type Store } from "../../src/index.js";
+import { newNodeRedis, newRedis, newValkey } from "./redis.js";
 
 /** One store the conformance suite runs against. */
 export interface StoreUnderTest {
-  name: "memory" | "redis";
+  /** `memory`, or the Redis client library the Redis store talks through. */
+  name: "memory" | "ioredis" | "iovalkey" | "node-redis" | "node-redis 5";
   /** A store for one test (memory: fresh; Redis: one client per file, keys isolated by prefix). */
   make(options?: { waiterLeaseMs?: number }): Store;
-  /** The Redis client behind the store, for Redis-side assertions. */
+  /** An ioredis client to the same server, for Redis-side assertions (whichever client the store uses). */
   redis?: () => Redis;
 }
 
-let client: Redis | undefined;
-const shared = (): Redis => {
-  client ??= newRedis();
-  return client;
-};
+/** One client of each kind per test file, made on first use. */
+function perFile<T>(make: () => T): () => T {
+  let client: T | undefined;
+  return () => {
+    client ??= make();
+    return client;
+  };
+}
 
-/** Both stores: every conformance test runs once against each. */
+const ioredis = perFile(() => newRedis());
+const redisOver = (name: StoreUnderTest["name"], client: () => RedisClient): StoreUnderTest => ({
+  name,
+  make: (options) => redisStore(client(), options),
+  redis: ioredis,
+});
+
+/**
+ * The embedded store, then the Redis store through every client library
+ * leasehold accepts: every conformance test runs once against each. The
+ * current node-redis client is passed unconnected (leasehold connects it on
+ * first use), node-redis 5 connected, as users do either.
+ */
 export const storesUnderTest: StoreUnderTest[] = [
   { name: "memory", make: (options) => memoryStore(options) },
-  { name: "redis", make: (options) => redisStore(shared(), options), redis: shared },
+  redisOver("ioredis", ioredis),
+  redisOver(
+    "node-redis",
+    perFile(() => newNodeRedis(6, { connect: false })),
+  ),
+  redisOver(
+    "node-redis 5",
+    perFile(() => newNodeRedis(5)),
+  ),
+  redisOver(
+    "iovalkey",
+    perFile(() => newValkey()),
+  ),
 ];
 
 type Method = Exclude<keyof Store, "kind" | "waiterLeaseMs">;
