@@ -6,9 +6,11 @@ local lock, meta, queue, expiry, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], nil
 --!include lib/clock.lua
 
 local held = {}
-local token = redis.call('GET', lock)
+-- '<token> <fence>', or '~ <fence>' while free (see lock-acquire.lua).
+local value = redis.call('GET', lock)
+local token = value and (string.match(value, '^(%S+) %d+$') or value)
 local ends = redis.call('PEXPIRETIME', lock) + 1
-if token and ends > now then held = {token, 1, ends - now} end
+if token and token ~= '~' and ends > now then held = {token, 1, ends - now} end
 local waiting = {}
 -- One line, the tenant '': members are '\0<ticket>\0<token>' (see lib/queue.lua).
 local line = redis.call('ZRANGE', queue, 0, -1)

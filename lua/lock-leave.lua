@@ -5,10 +5,12 @@
 local lock, meta, queue, expiry, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], nil
 local token = ARGV[1]
 --!include lib/clock.lua
+--!include lib/fence.lua
 --!include lib/queue.lua
 --!include lib/settle-lock.lua
 
-if redis.call('GET', lock) == token then redis.call('DEL', lock) end
+local holder, last = lock_read()
+if holder == token then lock_free(last) end
 if redis.call('ZSCORE', expiry, token) then queue_drop(token) end
 queue_prune(now)
 grant(now)

@@ -1,22 +1,36 @@
 #!lua flags=allow-oom
 -- allow-oom: under maxmemory with noeviction, a holder must still be able to keep and return what it holds.
--- Delete a lock if the token still holds it (an expired holder must never delete
--- its successor's lock), then hand it to the head waiter.
+-- Free a lock if the token still holds it (an expired holder must never free its successor's
+-- lock), then hand it to the head waiter.
 -- KEYS as lock-acquire.lua.  ARGV[1] token
--- Returns 1 when released, 0 when the lock had already moved on; {that,
--- announcement} when the release handed the lock to a waiter.
+-- Returns 1 when released, 0 when the lock had already moved on; {that, announcement} when the
+-- release handed the lock to a waiter.
 local lock, meta, queue, expiry, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], nil
 local token = ARGV[1]
+--!include lib/clock.lua
 
-local ours = redis.call('GET', lock) == token
-if ours then redis.call('DEL', lock) end
--- The hot path ends here, before any helper is defined: nobody waiting.
+-- The hot path first, before any helper is defined: nobody waiting. (Value and fence: see
+-- lock-acquire.lua; the key stays, free, while the clock has not passed the fence.)
+local ours = false
+local value = redis.call('GET', lock)
+if value then
+  local who, fence = string.match(value, '^(%S+) (%d+)$')
+  if (who or value) == token then
+    ours = true
+    fence = tonumber(fence) or 0
+    if fence >= now_us then
+      redis.call('SET', lock, '~ ' .. string.format('%.0f', fence), 'PXAT', math.floor(fence / 1000) + 1)
+    else
+      redis.call('DEL', lock)
+    end
+  end
+end
 if redis.call('EXISTS', queue) == 0 then
   if ours then return 1 end
   return 0
 end
 
---!include lib/clock.lua
+--!include lib/fence.lua
 --!include lib/queue.lua
 --!include lib/settle-lock.lua
 

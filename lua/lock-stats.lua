@@ -3,6 +3,9 @@
 -- KEYS[1] lock
 -- Returns {1, ms until it expires} while held, {0, 0} when free.
 --!include lib/clock.lua
+-- A free lock may keep its last fence ('~ <fence>', see lock-acquire.lua): it is not held.
+local value = redis.call('GET', KEYS[1])
+if not value or string.sub(value, 1, 2) == '~ ' then return {0, 0} end
 -- The lease ends one ms after the key's PXAT (see lock-acquire.lua).
 local ends = redis.call('PEXPIRETIME', KEYS[1]) + 1
 if ends > now then return {1, ends - now} end

@@ -8,20 +8,23 @@
 -- ARGV[5] claim ms: the waiter lease; 0 fails fast instead of queueing
 -- ARGV[6] max queue length, 0 for none  ARGV[7] tenant cap, 0 for none
 -- ARGV[8] max waiters of the tenant, 0 for none
--- Returns {status, ms, marked}: status 1 when the token holds its permits, 2 when it waits in the
--- queue, 0 when refused, 3 when the queue (or its tenant's share of it) is full, 4 when refused
--- because its tenant is at its cap; ms is the time until the nearest lease ends (the tenant's own,
--- for 4); marked, 1 or 0, says whether the id still has waiters (the marker; see lib/settle.lua):
--- the store's hint.
+-- Returns {status, ms, marked, fence}: status 1 when the token holds its permits, 2 when it waits
+-- in the queue, 0 when refused, 3 when the queue (or its tenant's share of it) is full, 4 when
+-- refused because its tenant is at its cap; ms is the time until the nearest lease ends (the
+-- tenant's own, for 4); marked, 1 or 0, says whether the id still has waiters (the marker; see
+-- lib/settle.lua): the store's hint; fence is the grant's (lib/fence.lua) when status is 1, else 0.
+-- A token already holding (a re-sent acquire, a claim) is granted again: it gets a new fence.
 local holders, meta, queue, expiry, tenants, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local token, limit, weight, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local claim, maxQueue, cap, tenantMax = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 --!include lib/clock.lua
 
-if cap == 0 and not string.find(token, '@', 1, true) and redis.call('ZCOUNT', holders, '-inf', '-inf') == 0 then
+local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')
+if cap == 0 and not string.find(token, '@', 1, true) and (#marks == 0 or (#marks == 1 and string.sub(marks[1], 1, 2) == '~f')) then
 --!include lib/take-one.lua
 end
 
+--!include lib/fence.lua
 --!include lib/holders.lua
 --!include lib/queue.lua
 --!include lib/grant.lua
@@ -43,34 +46,34 @@ if redis.call('ZSCORE', holders, token) then
   -- Already holding: a re-sent acquire (ioredis replays unanswered commands after a reconnect),
   -- or a waiter claiming its grant. Refresh every permit, never count twice.
   holders_add(token, weight, now + lease)
-  reply = {1, 0}
+  reply = {1, 0, 0, fence_next()}
 elseif redis.call('ZSCORE', expiry, token) then
   redis.call('ZADD', expiry, now + claim, token)
-  reply = {2, 0}
+  reply = {2, 0, 0, 0}
 elseif redis.call('EXISTS', queue) == 0 and holders_used() + weight <= limit and fitsTenant then
   -- Nobody waits: the newcomer's turn is now.
   holders_add(token, weight, now + lease)
   tenants_add(tenant, weight)
-  reply = {1, 0}
+  reply = {1, 0, 0, fence_next()}
 else
   local from, to = queue_tenant(tenant)
   if claim > 0 and ((maxQueue > 0 and redis.call('ZCARD', queue) >= maxQueue)
       or (tenantMax > 0 and redis.call('ZLEXCOUNT', queue, from, to) >= tenantMax)) then
-    reply = {3, 0}
+    reply = {3, 0, 0, 0}
   else
     -- Join (failing fast, only to see whether its turn is now), then grant in turn.
     local ends = now + claim
     if claim == 0 then ends = now + 1 end
     queue_join(token, ARGV[3], ARGV[2], ARGV[7], ends)
     redis.call('HSET', meta, '~l', ARGV[2])
-    grant(now, token, lease)
-    if redis.call('ZSCORE', holders, token) then
-      reply = {1, 0}
+    local _, fence = grant(now, token, lease)
+    if fence then
+      reply = {1, 0, 0, fence}
     elseif claim > 0 then
-      reply = {2, 0}
+      reply = {2, 0, 0, 0}
     else
       queue_drop(token)
-      if fitsTenant then reply = {0, 0} else reply = {4, 0} end
+      if fitsTenant then reply = {0, 0, 0, 0} else reply = {4, 0, 0, 0} end
     end
   end
 end

@@ -6,6 +6,7 @@
 local holders, meta, queue, expiry, tenants, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local token = ARGV[1]
 --!include lib/clock.lua
+--!include lib/fence.lua
 --!include lib/holders.lua
 --!include lib/queue.lua
 --!include lib/grant.lua

@@ -8,8 +8,13 @@
 -- runs semaphore-release.lua. Else, per lease, 1 when it was live, 0 when it was gone or had lapsed
 -- (its members are removed either way).
 local holders, tenants = KEYS[1], KEYS[2]
-if redis.call('ZSCORE', holders, '~') then return {-1} end
-if tenants and redis.call('ZSCORE', holders, '~t') and redis.call('EXISTS', tenants) == 0 then return {-1} end
+local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')
+local fenced, tenanted = nil, false
+for i = 1, #marks do
+  if marks[i] == '~' then return {-1} end
+  if marks[i] == '~t' then tenanted = true elseif string.sub(marks[i], 1, 2) == '~f' then fenced = marks[i] end
+end
+if tenants and tenanted and redis.call('EXISTS', tenants) == 0 then return {-1} end
 --!include lib/clock.lua
 
 local out = {}
@@ -31,4 +36,14 @@ for i = 1, #ARGV, 2 do
   if score and tonumber(score) > now then out[#out + 1] = 1 else out[#out + 1] = 0 end
 end
 if tenants and redis.call('EXISTS', tenants) == 0 then redis.call('ZREM', holders, '~t') end
+-- The last holder gone, the key goes too, unless the clock has not passed the last fence yet: then
+-- it stays, holding that alone, until it has (lib/fence.lua).
+if fenced and redis.call('ZCARD', holders) == 1 then
+  local fence = tonumber(string.sub(fenced, 3))
+  if fence >= now_us then
+    redis.call('PEXPIREAT', holders, math.floor(fence / 1000) + 1)
+  else
+    redis.call('DEL', holders)
+  end
+end
 return out

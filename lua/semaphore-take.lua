@@ -8,20 +8,30 @@
 -- ARGV: per call, token, limit, weight, lease ms, tenant cap (0: none) (five each)
 -- Returns {-1} when waiters exist (the marker) or the tenant index must be rebuilt: the caller runs
 -- semaphore-acquire.lua; {-2} when tenants hold and their index was not declared: the caller
--- declares it and calls again. Else, per call, 0 when it holds its permits, or when refused the ms
+-- declares it and calls again. Else two numbers per call: 0 and its fence when it holds its
+-- permits (lib/fence.lua: the calls' fences follow one another, in order); when refused, the ms
 -- until the nearest lease ends (negative: refused because its tenant is at its cap, the ms until
--- the tenant's own nearest lease ends).
+-- the tenant's own nearest lease ends) and 0.
 local holders, tenants = KEYS[1], KEYS[2]
-if redis.call('ZSCORE', holders, '~') then return {-1} end
-if redis.call('ZSCORE', holders, '~t') then
+-- The markers, read at once: '~' (waiters), '~f<fence>' (the last fence), '~t' (tenant holders).
+local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')
+local fenced, tenanted = nil, false
+for i = 1, #marks do
+  if marks[i] == '~' then return {-1} end
+  if marks[i] == '~t' then tenanted = true elseif string.sub(marks[i], 1, 2) == '~f' then fenced = marks[i] end
+end
+if tenanted then
   if not tenants then return {-2} end
   if redis.call('EXISTS', tenants) == 0 then return {-1} end
 end
 --!include lib/clock.lua
 
-local card = redis.call('ZCARD', holders) - redis.call('ZCOUNT', holders, '-inf', '-inf')
--- A set that was empty (or is emptied by pruning) is a new key: it gets its first expiry.
-local fresh = redis.call('EXISTS', holders) == 0
+local nmarks = #marks
+local card = redis.call('ZCARD', holders) - nmarks
+-- A set with no member at all is a new key (as is one pruning empties): it gets its first expiry.
+local fresh = card == 0 and nmarks == 0
+local last = 0
+if fenced then last = tonumber(string.sub(fenced, 3)) end
 local out = {}
 local latest = nil
 for i = 1, #ARGV, 5 do
@@ -32,7 +42,7 @@ for i = 1, #ARGV, 5 do
   if tenant ~= '' then used = tonumber(redis.call('ZSCORE', tenants, tenant)) or 0 end
   -- Lapsed leases are reclaimed only when they stand in the way: with room to spare they cost nothing.
   if card + weight > limit or (cap > 0 and used + weight > cap) then
-    if redis.call('ZSCORE', holders, '~t') then
+    if tenanted then
       local lapsed = redis.call('ZRANGEBYSCORE', holders, '(-inf', now)
       for j = 1, #lapsed do
         local t = string.find(lapsed[j], '@', 1, true)
@@ -44,8 +54,8 @@ for i = 1, #ARGV, 5 do
       end
     end
     redis.call('ZREMRANGEBYSCORE', holders, '(-inf', now)
-    card = redis.call('ZCARD', holders) - redis.call('ZCOUNT', holders, '-inf', '-inf')
-    fresh = fresh or redis.call('EXISTS', holders) == 0
+    card = redis.call('ZCARD', holders) - nmarks
+    fresh = fresh or card + nmarks == 0
     if tenant ~= '' then used = tonumber(redis.call('ZSCORE', tenants, tenant)) or 0 end
   end
   -- A token already holding (a re-sent acquire) is refreshed in place, never counted twice.
@@ -64,13 +74,18 @@ for i = 1, #ARGV, 5 do
       card = card + weight
       if tenant ~= '' then
         redis.call('ZINCRBY', tenants, weight, tenant)
-        redis.call('ZADD', holders, '-inf', '~t')
+        if not tenanted then
+          redis.call('ZADD', holders, '-inf', '~t')
+          tenanted, nmarks = true, nmarks + 1
+        end
         redis.call('PEXPIREAT', tenants, ends + 1, 'GT')
         if redis.call('PEXPIRETIME', tenants) < 0 then redis.call('PEXPIREAT', tenants, ends + 1) end
       end
     end
     if not latest or ends > latest then latest = ends end
+    last = math.max(last + 1, now_us)
     out[#out + 1] = 0
+    out[#out + 1] = last
   elseif cap > 0 and used + weight > cap then
     -- The tenant's own figure: when one of its leases ends.
     local nearest = 1
@@ -83,16 +98,24 @@ for i = 1, #ARGV, 5 do
       end
     end
     out[#out + 1] = -nearest
+    out[#out + 1] = 0
   else
     local first = redis.call('ZRANGEBYSCORE', holders, '(-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
     out[#out + 1] = math.max(1, tonumber(first[2]) - now)
+    out[#out + 1] = 0
   end
 end
--- The key lives until its latest lease ends. GT only ever raises an existing expiry (every
--- script leaves the key with one).
-if latest and fresh then
-  redis.call('PEXPIREAT', holders, latest + 1)
-elseif latest then
-  redis.call('PEXPIREAT', holders, latest + 1, 'GT')
+if latest then
+  -- The marker moves on to the last fence given (added before the old one goes: the set never empties).
+  redis.call('ZADD', holders, '-inf', '~f' .. string.format('%.0f', last))
+  if fenced then redis.call('ZREM', holders, fenced) end
+  -- The key lives until its latest lease ends, and the clock has passed its fence. GT only ever
+  -- raises an existing expiry (every script leaves the key with one).
+  local at = math.max(latest + 1, math.floor(last / 1000) + 1)
+  if fresh then
+    redis.call('PEXPIREAT', holders, at)
+  else
+    redis.call('PEXPIREAT', holders, at, 'GT')
+  end
 end
 return out

@@ -70,7 +70,16 @@ export type RefusalReason = NotAcquiredReason;
  * queue without a claim round trip, until `until` at least, to be confirmed
  * (see `waitForGrant`).
  */
-export type Acquired = { acquired: true; store: Store; token: string; sentAt: number; waitedMs: number; until?: number };
+export type Acquired = {
+  acquired: true;
+  store: Store;
+  token: string;
+  /** The grant's fence (see `Lease.fence`). */
+  fence: number;
+  sentAt: number;
+  waitedMs: number;
+  until?: number;
+};
 export type Refused = { acquired: false; retryAfterMs: number; reason: RefusalReason; waitedMs: number };
 
 /** The store calls of one primitive on one key. */
@@ -154,7 +163,7 @@ function acquireFrom(
   if (settings.waitMs > 0 || settings.retries > 0) return acquireLocally(store, settings, ops, token, startedAt);
   const reply = store.takeNow(ops.kind, ops.key, token, ops.limit, ops.weight, ops.leaseMs, ops.tenant);
   return reply.acquired
-    ? acquired(ops, store, token, startedAt, startedAt, 0)
+    ? acquired(ops, store, token, reply, startedAt, startedAt, 0)
     : refused(ops, reply.retryAfterMs, why(reply), startedAt);
 }
 
@@ -176,7 +185,7 @@ async function acquireRemotely(
     const reply = await acquireOrCleanUp(store, ops, token);
     if (signal?.aborted) abandon(store, ops, token, signal);
     return reply.acquired
-      ? acquired(ops, store, token, sentAt, startedAt)
+      ? acquired(ops, store, token, reply, sentAt, startedAt)
       : refused(ops, reply.retryAfterMs, why(reply), startedAt);
   }
 
@@ -191,7 +200,7 @@ async function acquireRemotely(
     const sentAt = performance.now();
     // Joining: a failure here ends the call, with the clean-up of an unknown outcome.
     const reply = await attempt(queue);
-    if (reply.acquired) return acquired(ops, store, token, sentAt, startedAt);
+    if (reply.acquired) return acquired(ops, store, token, reply, sentAt, startedAt);
     if (reply.queued !== true) {
       return refused(ops, reply.retryAfterMs, reply.queueFull === true ? "queue-full" : why(reply), startedAt);
     }
@@ -206,7 +215,7 @@ async function acquireRemotely(
         retryAfterMs: reply.retryAfterMs,
         joinedAt: sentAt,
       });
-      const had = acquired(ops, store, token, "sentAt" in granted ? granted.sentAt : sentAt, startedAt);
+      const had = acquired(ops, store, token, granted, "sentAt" in granted ? granted.sentAt : sentAt, startedAt);
       if ("until" in granted) had.until = granted.until;
       return had;
     } catch (error) {
@@ -218,7 +227,7 @@ async function acquireRemotely(
   for (let count = 0; ; count++) {
     const sentAt = performance.now();
     const reply = await attempt();
-    if (reply.acquired) return acquired(ops, store, token, sentAt, startedAt);
+    if (reply.acquired) return acquired(ops, store, token, reply, sentAt, startedAt);
     if (count >= settings.retries) return refused(ops, reply.retryAfterMs, why(reply), startedAt);
     if (settings.retryDelayMs > 0) await pauseUnlessAborted(settings.retryDelayMs, signal);
   }
@@ -241,7 +250,7 @@ async function acquireLocally(
   for (let count = 0; ; count++) {
     const sentAt = performance.now();
     const reply = store.takeNow(kind, key, token, limit, weight, leaseMs, ops.tenant);
-    if (reply.acquired) return acquired(ops, store, token, sentAt, startedAt);
+    if (reply.acquired) return acquired(ops, store, token, reply, sentAt, startedAt);
     if (count >= settings.retries) return refused(ops, reply.retryAfterMs, why(reply), startedAt);
     if (settings.retryDelayMs > 0) await pauseUnlessAborted(settings.retryDelayMs, settings.signal);
     settings.signal?.throwIfAborted();
@@ -264,7 +273,7 @@ function waitLocally(
   const { kind, key, limit, weight, leaseMs } = ops;
   const { signal } = settings;
   const until = startedAt + settings.waitMs;
-  return new Promise<{ at: number } | Refused>((resolve, reject) => {
+  return new Promise<{ at: number; fence: number } | Refused>((resolve, reject) => {
     let timer: Due | undefined;
     let done = false;
     const end = (): boolean => {
@@ -284,14 +293,14 @@ function waitLocally(
       leaseMs,
       until,
       maxQueue: settings.maxQueue,
-      onGrant: (at: number) => {
-        if (end()) resolve({ at });
+      onGrant: (at: number, fence: number) => {
+        if (end()) resolve({ at, fence });
       },
     };
     const reply = store.waitNow(kind, key, token, limit, weight, join, ops.tenant);
     if (reply.acquired) {
       end();
-      resolve({ at: sentAt });
+      resolve({ at: sentAt, fence: reply.fence as number });
       return;
     }
     if (reply.queued !== true) {
@@ -305,7 +314,7 @@ function waitLocally(
       resolve(refused(ops, reply.retryAfterMs, "wait-timeout", startedAt));
     });
     signal?.addEventListener("abort", aborted, { once: true });
-  }).then((outcome) => ("at" in outcome ? acquired(ops, store, token, outcome.at, startedAt) : outcome));
+  }).then((outcome) => ("at" in outcome ? acquired(ops, store, token, outcome, outcome.at, startedAt) : outcome));
 }
 
 /** The caller gave up while an attempt was in flight: nobody will use this permit or place. */
@@ -315,18 +324,21 @@ function abandon(store: Store, ops: KeyOps, token: string, signal: AbortSignal):
 }
 
 // Every outcome leaves through one of these two, which also publish it.
+/** `grant` carries the fence (a store's reply, or a grant heard while waiting). */
 function acquired(
   ops: KeyOps,
   store: Store,
   token: string,
+  grant: { fence?: number },
   sentAt: number,
   startedAt: number,
   waitedMs = performance.now() - startedAt,
 ): Acquired {
+  const fence = grant.fence as number;
   if (channels.acquired.hasSubscribers) {
-    channels.acquired.publish({ ...ops.subject, token, waitedMs, ...ops.permits } satisfies AcquiredEvent);
+    channels.acquired.publish({ ...ops.subject, token, fence, waitedMs, ...ops.permits } satisfies AcquiredEvent);
   }
-  return { acquired: true, store, token, sentAt, waitedMs };
+  return { acquired: true, store, token, fence, sentAt, waitedMs };
 }
 
 function refused(ops: KeyOps, retryAfterMs: number, reason: RefusalReason, startedAt: number): Refused {

@@ -45,6 +45,8 @@ export interface Subject {
 
 export interface AcquiredEvent extends Subject {
   token: string;
+  /** The lease's fence (see `Lease.fence`). */
+  fence: number;
   waitedMs: number;
   /** Semaphores only. */
   limit?: number;

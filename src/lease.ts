@@ -23,6 +23,28 @@ export interface Lease {
   /** This holder's token: 128 random bits, base64url. Only it can extend or release the lease. */
   readonly token: string;
   /**
+   * The fencing token: a safe integer greater than that of every earlier
+   * grant on the same id (and prefix), never reused, also after the id was
+   * idle, its keys expired, a `SCRIPT FLUSH` or a Redis restart with
+   * persistence. Pass it with every write the lease protects, and have the
+   * resource refuse a write whose fence is older than the newest it has seen:
+   * a holder that was paused past its lease (GC, SIGSTOP, a slow network)
+   * then cannot overwrite its successor's work, whatever it believes.
+   * Derived from the store's clock in microseconds; see the README's
+   * Guarantees for what can still break it (a clock stepped back).
+   *
+   * @example
+   * ```ts
+   * await locks.run("invoice:42", async (lease) => {
+   *   await db.query(
+   *     "UPDATE invoices SET total = $1, fence = $2 WHERE id = 42 AND fence < $2",
+   *     [total, lease.fence],
+   *   );
+   * });
+   * ```
+   */
+  readonly fence: number;
+  /**
    * Aborts, with the LeaseLost error as its `reason`, the moment the lease is
    * known to be gone. Pass it to the work the lease protects.
    */
@@ -109,6 +131,7 @@ export class LeaseHandle implements Lease {
   constructor(
     readonly key: string,
     readonly token: string,
+    readonly fence: number,
     readonly leaseMs: number,
     sentAt: number,
     readonly waitedMs: number,

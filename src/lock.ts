@@ -128,7 +128,16 @@ class DistributedLock implements Lock {
     const outcome = await acquireLease(this.#defaults.source, settings, ops);
     if (!outcome.acquired) return outcome;
     ops.store = outcome.store;
-    return new LeaseHandle(id, outcome.token, settings.leaseMs, outcome.sentAt, outcome.waitedMs, ops, outcome.until);
+    return new LeaseHandle(
+      id,
+      outcome.token,
+      outcome.fence,
+      settings.leaseMs,
+      outcome.sentAt,
+      outcome.waitedMs,
+      ops,
+      outcome.until,
+    );
   }
 }
 

@@ -173,6 +173,7 @@ class SemaphoreLeaseHandle extends LeaseHandle implements SemaphoreLease {
   constructor(
     id: string,
     token: string,
+    fence: number,
     leaseMs: number,
     sentAt: number,
     waitedMs: number,
@@ -182,7 +183,7 @@ class SemaphoreLeaseHandle extends LeaseHandle implements SemaphoreLease {
     readonly tenant: string | undefined,
     until?: number,
   ) {
-    super(id, token, leaseMs, sentAt, waitedMs, backend, until);
+    super(id, token, fence, leaseMs, sentAt, waitedMs, backend, until);
   }
 }
 
@@ -308,6 +309,7 @@ class DistributedSemaphore implements Semaphore {
     return new SemaphoreLeaseHandle(
       call.id,
       outcome.token,
+      outcome.fence,
       call.settings.leaseMs,
       outcome.sentAt,
       outcome.waitedMs,

@@ -176,13 +176,18 @@ export const isLockStats = (reply: unknown): boolean =>
   typeof (reply as LockStats).held === "boolean" &&
   isWhole((reply as LockStats).expiresInMs);
 
+/** A fence: a positive safe integer. */
+const isFence = (value: unknown): boolean => typeof value === "number" && Number.isSafeInteger(value) && value > 0;
+
 export const isAcquireReply = (reply: unknown): boolean =>
   typeof reply === "object" &&
   reply !== null &&
   typeof (reply as AcquireReply).acquired === "boolean" &&
   typeof (reply as AcquireReply).retryAfterMs === "number" &&
   Number.isFinite((reply as AcquireReply).retryAfterMs) &&
-  (reply as AcquireReply).retryAfterMs >= 0;
+  (reply as AcquireReply).retryAfterMs >= 0 &&
+  // A lease without its fence could not be fenced: a store that gives none is answering nonsense.
+  (!(reply as AcquireReply).acquired || isFence((reply as AcquireReply).fence));
 
 /** A delay a timer can hold: no lease, and so no wait the store reports, is longer. */
 const isDelay = (value: unknown): boolean => typeof value === "number" && value >= 0 && value <= MAX_MS;
@@ -198,6 +203,8 @@ export const isWaiterRefresh =
     Array.isArray((reply as WaiterRefresh).statuses) &&
     (reply as WaiterRefresh).statuses.length === count &&
     (reply as WaiterRefresh).statuses.every((status) => WAITER_STATUSES.includes(status)) &&
+    Array.isArray((reply as WaiterRefresh).fences) &&
+    (reply as WaiterRefresh).statuses.every((status, i) => status !== "held" || isFence((reply as WaiterRefresh).fences[i])) &&
     isDelay((reply as WaiterRefresh).retryAfterMs);
 
 /** An announcement of waiters granted permits. */
@@ -206,6 +213,9 @@ export const isGrant = (reply: unknown): boolean =>
   reply !== null &&
   Array.isArray((reply as Grant).tokens) &&
   (reply as Grant).tokens.every((token) => typeof token === "string") &&
+  Array.isArray((reply as Grant).fences) &&
+  (reply as Grant).fences.length === (reply as Grant).tokens.length &&
+  (reply as Grant).fences.every(isFence) &&
   isDelay((reply as Grant).reservedMs);
 
 /** What `watch` resolves: the function that stops watching. */

@@ -20,7 +20,8 @@ class Room {
   // grants announced before the subscription were missed and only that refresh reveals them,
   // so waking the announced ones at once would let a later grant start before earlier ones.
   #priming = true;
-  readonly #announced = new Set<string>();
+  /** Grants announced while priming: token, fence. */
+  readonly #announced = new Map<string, number>();
 
   constructor(
     private readonly store: Store,
@@ -96,8 +97,8 @@ class Room {
     const sentAt = performance.now();
     refreshWaiters(this.store, this.ops, tokens, this.claimMs)
       .then(
-        ({ statuses, retryAfterMs }) => {
-          const due = new Map<string, boolean>();
+        ({ statuses, fences, retryAfterMs }) => {
+          const due = new Map<string, Due>();
           let waiting = false;
           statuses.forEach((status, i) => {
             const token = tokens[i] as string;
@@ -107,8 +108,8 @@ class Room {
               const waiter = this.#waiters.get(token);
               if (waiter !== undefined) waiter.anchor = Math.max(waiter.anchor, sentAt);
             } else {
-              // "held": granted. "gone": our waiter lease lapsed (a long stall); claiming re-joins the queue.
-              due.set(token, status === "held");
+              // "held": granted, with its fence. "gone": our waiter lease lapsed (a long stall); claiming re-joins the queue.
+              due.set(token, status === "held" ? (fences[i] as number) : false);
             }
           });
           if (priming) this.#endPriming(due);
@@ -129,37 +130,45 @@ class Room {
       });
   }
 
-  #endPriming(due: Map<string, boolean>): void {
+  #endPriming(due: Map<string, Due>): void {
     this.#priming = false;
-    for (const token of this.#announced) due.set(token, true);
+    for (const [token, fence] of this.#announced) due.set(token, fence);
     this.#announced.clear();
     this.#wake(due);
   }
 
-  /** Wakes these waiters in the order they joined (true: granted). */
-  #wake(tokens: Map<string, boolean>): void {
+  /** Wakes these waiters in the order they joined. */
+  #wake(tokens: Map<string, Due>): void {
     for (const [token, waiter] of [...this.#waiters]) {
-      const granted = tokens.get(token);
-      if (granted !== undefined) waiter.wake(granted);
+      const due = tokens.get(token);
+      if (due !== undefined) waiter.wake(due);
     }
   }
 
   #granted(grant: Grant): void {
-    if (this.#priming) {
-      for (const token of grant.tokens) if (this.#waiters.has(token)) this.#announced.add(token);
-    } else {
-      for (const token of grant.tokens) this.#waiters.get(token)?.wake(true);
-    }
+    grant.tokens.forEach((token, i) => {
+      const fence = grant.fences[i] as number;
+      if (!this.#priming) this.#waiters.get(token)?.wake(fence);
+      else if (this.#waiters.has(token)) this.#announced.set(token, fence);
+    });
     // A grant to a waiter that never claims (its process died) lapses after its reservation:
     // look again then, or this room would wait for the next lease expiry.
     this.backupIn(grant.reservedMs);
   }
 }
 
+/**
+ * Why a waiter wakes: a grant announced with its fence (start at once if its
+ * reservation leaves time enough, else claim); `true`, granted but its fence
+ * not known (a refresh said so: claim); `false`, its place lapsed (claim,
+ * which joins again).
+ */
+type Due = number | boolean;
+
 /** One waiter as its room knows it. */
 interface Waiter {
-  /** Claim (or, granted with time enough, start at once). */
-  wake(granted: boolean): void;
+  /** Claim (or, granted with its fence and time enough, start at once). */
+  wake(due: Due): void;
   /**
    * The send time of the latest call the store answered "still waiting" for
    * this token (the join, a claim, a refresh): its waiter lease, and so any
@@ -212,12 +221,12 @@ export interface Wait {
 }
 
 /**
- * How a wait ended with a lease: claimed (`sentAt` of the winning claim: the
- * lease runs a full lease from then), or handed off (`until`: a grant is
- * known, reserved until at least then, and the lease is to be confirmed
- * with an extend while its holder already works).
+ * How a wait ended with a lease, and its fence: claimed (`sentAt` of the
+ * winning claim: the lease runs a full lease from then), or handed off
+ * (`until`: a grant is known, reserved until at least then, and the lease is
+ * to be confirmed with an extend while its holder already works).
  */
-export type Granted = { sentAt: number } | { until: number };
+export type Granted = ({ sentAt: number } | { until: number }) & { fence: number };
 
 /**
  * A grant hands off without a claim round trip only while at least this share
@@ -275,18 +284,18 @@ export function waitForGrant(wait: Wait): Promise<Granted> {
         .catch(ignore)
         .finally(() => reject(outcome.error));
     };
-    const waiter: Waiter = { wake: (granted) => wake(granted), anchor: wait.joinedAt };
+    const waiter: Waiter = { wake: (due) => wake(due), anchor: wait.joinedAt };
     const wakeIfAsked = (): void => {
       if (!wakeAgain) return;
       wakeAgain = false;
       wake(false);
     };
-    const wake = (granted: boolean): void => {
+    const wake = (due: Due): void => {
       if (done) return;
-      if (granted && !claiming) {
+      if (typeof due === "number" && !claiming) {
         const until = waiter.anchor + claimMs - CLOCK_GRAIN_MS;
         if (until - performance.now() >= claimMs * HAND_OFF_SHARE) {
-          settle({ until });
+          settle({ until, fence: due });
           return;
         }
       }
@@ -305,7 +314,7 @@ export function waitForGrant(wait: Wait): Promise<Granted> {
       reply.then(
         (reply) => {
           claiming = false;
-          if (reply.acquired) return settle({ sentAt });
+          if (reply.acquired) return settle({ sentAt, fence: reply.fence as number });
           if (reply.queued === true) waiter.anchor = Math.max(waiter.anchor, sentAt);
           retryAfterMs = reply.retryAfterMs;
           if (reply.queueFull === true) return settle({ error: new WaitEnded("queue-full", retryAfterMs) });

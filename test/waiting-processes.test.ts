@@ -1,6 +1,7 @@
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { lock, redisStore, semaphore } from "../src/index.js";
+import { parseAnnouncement } from "../src/store/redis.js";
 import { newRedis, redisUrl, uniquePrefix } from "./support/redis.js";
 import { type RedisServer, startRedisServer } from "./support/redis-server.js";
 import { eventually } from "./support/stores.js";
@@ -43,8 +44,13 @@ describe("waiting across processes (Redis)", () => {
     const listener = newRedis();
     const prefix = uniquePrefix();
     const grants: string[] = [];
+    const fences: number[] = [];
     await listener.subscribe(`{${prefix}:k}:ch`);
-    listener.on("message", (_channel, message: string) => grants.push(...message.split(" ").slice(1)));
+    listener.on("message", (_channel, message: string) => {
+      const grant = parseAnnouncement(message, 0);
+      grants.push(...grant.tokens);
+      fences.push(...grant.fences);
+    });
     const workers = await Promise.all([0, 1, 2].map(() => startWorker({ REDIS_URL: redisUrl() })));
     const blockers = semaphore(redis, { limit: 3, prefix });
     const held = [await blockers.acquire("k"), await blockers.acquire("k"), await blockers.acquire("k")];
@@ -63,6 +69,11 @@ describe("waiting across processes (Redis)", () => {
     const events = timeline(workers);
     const labelOf = new Map(events.filter((e) => e.event === "enter").map((e) => [e.token as string, e.label]));
     expect(grants.map((token) => labelOf.get(token))).toEqual(expected);
+    // Each grant's fence is newer than the one before, and each holder worked with a fence of its grant or later.
+    expect(fences).toEqual([...fences].sort((a, b) => a - b));
+    expect(new Set(fences).size).toBe(fences.length);
+    const fenceOf = new Map(events.filter((e) => e.event === "enter").map((e) => [e.token as string, e.fence as number]));
+    for (const [i, token] of grants.entries()) expect(fenceOf.get(token)).toBeGreaterThanOrEqual(fences[i] as number);
     let inside = 0;
     let most = 0;
     for (const event of events) {

@@ -9,15 +9,19 @@
 -- process claims them with a full lease first, so a dead waiter blocks for at most one waiter
 -- lease. `self`, the caller of this very call, gets a full lease of `selfLease` ms instead, and is
 -- told by the reply rather than announced.
--- Announces "<shortest reservation ms> <token> <token>..." on the id's channel, so other processes
--- know when an unclaimed grant could lapse, and returns that announcement (nil when nothing was
--- granted), so a release can also hand it to its own process.
--- Needs holders.lua and queue.lua; the caller ends with settle().
+-- Each grant gets its fence (lib/fence.lua), in the order made.
+-- Announces "<shortest reservation ms>\n<token>\n<fence>\n<token>\n<fence>..." on the id's channel
+-- (newline-separated: a tenant, and so a token, may hold spaces, never a control character), so
+-- other processes know who was granted, with which fence, and when an unclaimed grant could
+-- lapse; returns that announcement (nil when nothing was granted), so a release can also hand it
+-- to its own process, and the fence of `self` when it was granted.
+-- Needs fence.lua, holders.lua and queue.lua; the caller ends with settle().
 local function grant(now, self, selfLease)
   local idLimit = tonumber(redis.call('HGET', meta, '~l'))
   local used = holders_used()
   local granted = {}
   local reserved = nil
+  local selfFence = nil
   local i = 0
   while true do
     local turn = redis.call('ZRANGE', turns, i, i, 'WITHSCORES')
@@ -34,11 +38,14 @@ local function grant(now, self, selfLease)
       queue_drop(head)
       redis.call('HSET', meta, '~v', tag)
       if redis.call('ZSCORE', turns, tenant) then redis.call('ZADD', turns, tag + 1, tenant) end
+      local fence = fence_next()
       if head == self then
         holders_add(head, w, now + selfLease)
+        selfFence = fence
       else
         holders_add(head, w, ends)
         granted[#granted + 1] = head
+        granted[#granted + 1] = fence_text(fence)
         if not reserved or ends - now < reserved then reserved = ends - now end
       end
       tenants_add(tenant, w)
@@ -46,8 +53,8 @@ local function grant(now, self, selfLease)
       i = 0
     end
   end
-  if #granted == 0 then return nil end
-  local announcement = reserved .. ' ' .. table.concat(granted, ' ')
+  if #granted == 0 then return nil, selfFence end
+  local announcement = reserved .. '\n' .. table.concat(granted, '\n')
   redis.call('PUBLISH', holders .. ':ch', announcement)
-  return announcement
+  return announcement, selfFence
 end

@@ -5,7 +5,8 @@
 -- members, and no other key ever has to be read (or could be evicted apart) to know them.
 -- Markers sit at score -inf: '~' while waiters exist (see settle.lua), '~t' while tenant holders
 -- exist (the index `tenants`, tenant -> permits held, is then kept, and rebuilt from the holders if
--- it was lost). Lapsed leases are pruned from '(-inf', a range that never takes a marker.
+-- it was lost), and '~f<fence>', the last fence granted (see lib/fence.lua, included before this).
+-- Lapsed leases are pruned from '(-inf', a range that never takes a marker.
 
 -- The tenant of a member or token: what follows its first '@' ('' for none).
 local function tenant_of(member)
@@ -105,4 +106,23 @@ local function holders_latest()
   local last = redis.call('ZRANGE', holders, -1, -1, 'WITHSCORES')
   if last[2] and tonumber(last[2]) ~= -math.huge then return tonumber(last[2]) end
   return nil
+end
+
+-- The last fence granted on the id and its marker; 0 (and nil) when none is kept.
+local function fence_last()
+  local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')
+  for i = 1, #marks do
+    if string.sub(marks[i], 1, 2) == '~f' then return tonumber(string.sub(marks[i], 3)), marks[i] end
+  end
+  return 0, nil
+end
+
+-- The fence of a grant made now; the marker moves on to it (added before the old one goes, so
+-- the set never empties: an emptied key would vanish with its expiry).
+local function fence_next()
+  local last, marker = fence_last()
+  local f = math.max(last + 1, now_us)
+  redis.call('ZADD', holders, '-inf', '~f' .. fence_text(f))
+  if marker then redis.call('ZREM', holders, marker) end
+  return f
 end

@@ -1,5 +1,5 @@
 -- How a lock's full path ends: the waiting room's keys live exactly until the last waiter lease
--- ends, and vanish with it. (The lock key expires with its own lease.) Needs queue.lua.
+-- ends, and vanish with it. (The lock key expires with its own lease.) Needs fence.lua and queue.lua.
 local function settle(now)
   local last = queue_latest()
   if not last or last <= now then
@@ -11,17 +11,52 @@ local function settle(now)
   redis.call('PEXPIREAT', expiry, last + 1)
 end
 
+-- The lock's holder (nil when free) and its last fence (0 when none is kept). The value is
+-- '<token> <fence>', or '~ <fence>' while free; a bare token is a lock taken before fences.
+local function lock_read()
+  local value = redis.call('GET', lock)
+  if not value then return nil, 0 end
+  local who, fence = string.match(value, '^(%S+) (%d+)$')
+  if not who then return value, 0 end
+  if who == '~' then return nil, tonumber(fence) end
+  return who, tonumber(fence)
+end
+
+-- Ms until the lock's lease ends (1 when free: nothing to wait for).
+local function lock_next(now)
+  if not lock_read() then return 1 end
+  return math.max(1, redis.call('PEXPIRETIME', lock) + 1 - now)
+end
+
+-- Takes the free lock for `token` until `ends`, with the next fence; returns it.
+local function lock_take(token, ends, last)
+  local fence = math.max(last + 1, now_us)
+  redis.call('SET', lock, token .. ' ' .. fence_text(fence), 'PXAT', ends - 1)
+  return fence
+end
+
+-- Frees the lock held with fence `last`: the key goes, unless the clock has not passed that fence
+-- yet; then the lock stays free, keeping it, until the clock has.
+local function lock_free(last)
+  if last >= now_us then
+    redis.call('SET', lock, '~ ' .. fence_text(last), 'PXAT', fence_keep(last))
+  else
+    redis.call('DEL', lock)
+  end
+end
+
 -- Hands a free lock to the head waiter, until its own waiter lease ends (its reservation), unless
--- its process claims it with a full ttl first. Announces "<reservation ms> <token>" on the channel
--- and returns the announcement (nil when nothing was granted).
+-- its process claims it with a full ttl first. Announces "<reservation ms>\n<token>\n<fence>" on
+-- the channel (as lib/grant.lua) and returns the announcement (nil when nothing was granted).
 local function grant(now)
-  if redis.call('EXISTS', lock) == 1 then return nil end
+  local holder, last = lock_read()
+  if holder then return nil end
   local head = queue_head('')
   if not head then return nil end
   local ends = tonumber(redis.call('ZSCORE', expiry, head))
   queue_drop(head)
-  redis.call('SET', lock, head, 'PXAT', ends - 1)
-  local announcement = (ends - now) .. ' ' .. head
+  local fence = lock_take(head, ends, last)
+  local announcement = (ends - now) .. '\n' .. head .. '\n' .. fence_text(fence)
   redis.call('PUBLISH', lock .. ':ch', announcement)
   return announcement
 end

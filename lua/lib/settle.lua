@@ -4,15 +4,25 @@
 -- to the full scripts, so that a newcomer never jumps the queue and a freed permit is handed on;
 -- it is cleared here once they are gone, with the waiting room's keys. The holders set outlives
 -- the others, so its markers cannot lapse before what they stand for.
+-- The holders set also keeps the last fence until the clock has passed it (see lib/fence.lua).
 -- Returns 1 when the marker is set, 0 when not: the store's hint for its next call.
--- Needs holders.lua and queue.lua.
+-- Needs fence.lua, holders.lua and queue.lua.
 local function settle(now)
   local latest = holders_latest()
   local waiters = queue_latest()
   if waiters and waiters <= now then waiters = nil end
   if waiters and (not latest or waiters > latest) then latest = waiters end
+  local fence = fence_last()
   if not latest or latest <= now then
-    redis.call('DEL', holders, meta, queue, expiry, tenants, turns)
+    redis.call('DEL', meta, queue, expiry, tenants, turns)
+    if fence >= now_us then
+      -- Nothing is live, but the clock has not passed the last fence yet: it stays, alone, until then.
+      redis.call('ZREMRANGEBYSCORE', holders, '(-inf', '+inf')
+      redis.call('ZREM', holders, '~', '~t')
+      redis.call('PEXPIREAT', holders, fence_keep(fence))
+    else
+      redis.call('DEL', holders)
+    end
     return 0
   end
   local at = latest + 1
@@ -31,7 +41,7 @@ local function settle(now)
   else
     redis.call('ZREM', holders, '~t')
   end
-  redis.call('PEXPIREAT', holders, at)
+  redis.call('PEXPIREAT', holders, math.max(at, fence_keep(fence)))
   if waiters then return 1 end
   return 0
 end

@@ -1,28 +1,36 @@
 -- The full acquire's common case, before any helper is defined (defining them costs each call more
 -- than its commands): nobody waiting and no tenant. The same step as semaphore-take.lua for one
--- token. Expects locals holders, token, limit, weight, lease, claim and now. Returns, except when
--- full with claim > 0: then the caller goes on to the waiting room.
-local card = redis.call('ZCARD', holders)
+-- token. Expects locals holders, token, limit, weight, lease, claim, now, now_us, and `marks`, the
+-- markers of the holders set: none, or the last fence's alone ('~f<fence>', see lib/fence.lua).
+-- Returns, except when full with claim > 0: then the caller goes on to the waiting room.
+local card = redis.call('ZCARD', holders) - #marks
 if card + weight > limit then
   redis.call('ZREMRANGEBYSCORE', holders, '(-inf', now)
-  card = redis.call('ZCARD', holders)
+  card = redis.call('ZCARD', holders) - #marks
 end
-local fresh = card == 0
+-- No holder and no marker: the key is new (or pruning emptied it away) and gets its first expiry.
+local fresh = card == 0 and #marks == 0
 if card + weight <= limit or redis.call('ZSCORE', holders, token) then
-  local members = { now + lease, token }
+  local last = 0
+  if marks[1] then last = tonumber(string.sub(marks[1], 3)) end
+  local fence = math.max(last + 1, now_us)
+  local ends = now + lease
+  local members = { '-inf', '~f' .. string.format('%.0f', fence), ends, token }
   for i = 2, weight do
-    members[#members + 1] = now + lease
+    members[#members + 1] = ends
     members[#members + 1] = token .. '~' .. i
   end
   redis.call('ZADD', holders, unpack(members))
+  if marks[1] then redis.call('ZREM', holders, marks[1]) end
+  local at = math.max(ends + 1, math.floor(fence / 1000) + 1)
   if fresh then
-    redis.call('PEXPIREAT', holders, now + lease + 1)
+    redis.call('PEXPIREAT', holders, at)
   else
-    redis.call('PEXPIREAT', holders, now + lease + 1, 'GT')
+    redis.call('PEXPIREAT', holders, at, 'GT')
   end
-  return {1, 0, 0}
+  return {1, 0, 0, fence}
 end
 if claim == 0 then
-  local first = redis.call('ZRANGE', holders, 0, 0, 'WITHSCORES')
-  return {0, math.max(1, tonumber(first[2]) - now), 0}
+  local first = redis.call('ZRANGEBYSCORE', holders, '(-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  return {0, math.max(1, tonumber(first[2]) - now), 0, 0}
 end

@@ -171,6 +171,7 @@ export class Exchange {
 class LeaseView implements Lease {
   readonly key: string;
   readonly token: string;
+  readonly fence: number;
   readonly waitedMs: number;
   readonly #lease: LeaseHandle;
   readonly #exchange: Exchange;
@@ -179,6 +180,7 @@ class LeaseView implements Lease {
   constructor(lease: LeaseHandle, exchange: Exchange) {
     this.key = lease.key;
     this.token = lease.token;
+    this.fence = lease.fence;
     this.waitedMs = lease.waitedMs;
     this.#lease = lease;
     this.#exchange = exchange;

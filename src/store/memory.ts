@@ -9,6 +9,7 @@ import type {
   Store,
   TenantOptions,
   WaiterRefresh,
+  WaiterStatus,
 } from "./types.js";
 import { tenantOf } from "./types.js";
 
@@ -19,12 +20,20 @@ import { tenantOf } from "./types.js";
  */
 export interface MemoryClock {
   now(): number;
+  /**
+   * Where fences start: a clock in whole microseconds that never goes back
+   * within the process (see `fence` in the Store contract).
+   */
+  micros(): number;
   setTimeout(callback: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
 }
 
 const processClock: MemoryClock = {
   now: () => performance.now(),
+  // Wall time at the process's start plus monotonic time since: it never goes back within the
+  // process, and a restarted process starts past every fence its predecessor gave (as Redis's TIME).
+  micros: () => Math.floor((performance.timeOrigin + performance.now()) * 1000),
   setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
@@ -55,8 +64,8 @@ interface Waiter {
 /** A waiter of the process the store lives in: a freed permit goes straight to it. */
 export interface LocalWaiter {
   leaseMs: number;
-  /** Called (synchronously, from the call that freed the permit) with the grant's time; it must only resolve a promise. */
-  onGrant(at: number): void;
+  /** Called (synchronously, from the call that freed the permit) with the grant's time and fence; it must only resolve a promise. */
+  onGrant(at: number, fence: number): void;
 }
 
 interface SemaphoreState {
@@ -71,12 +80,16 @@ interface SemaphoreState {
   queue: Queue;
   /** The id's limit as the store knows it: that of the latest acquire that met or joined the queue. */
   idLimit: number;
+  /** The last fence granted (0: none): the state is kept until the clock has passed it (lua/lib/fence.lua). */
+  fence: number;
   cleanup: unknown;
 }
 
 interface LockState {
   token: string | undefined;
   expiresAt: number;
+  /** The holder's fence, or the last one granted while free (0: none). */
+  fence: number;
   queue: Queue;
   cleanup: unknown;
 }
@@ -360,17 +373,19 @@ class MemoryStore implements LocalStore {
   async semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
     const now = this.clock.now();
     const state = this.#semaphores.get(key);
-    if (state === undefined) return { statuses: tokens.map(() => "gone"), retryAfterMs: 1 };
+    if (state === undefined) return { statuses: tokens.map(() => "gone"), fences: tokens.map(() => 0), retryAfterMs: 1 };
     // A waiter whose lease lapsed is gone, even if its process is back: it rejoins at the back.
     holdersPrune(state, now);
     queuePrune(state.queue, now);
     queueRefresh(state.queue, tokens, claimMs, now);
     this.#grantSemaphore(key, state, now);
+    const statuses = tokens.map((token) =>
+      state.holders.has(token) ? "held" : state.queue.waiters.has(token) ? "waiting" : "gone",
+    ) satisfies WaiterStatus[];
+    // A held one gets a new fence, as a claim would (lua/semaphore-refresh-waiters.lua).
+    const fences = statuses.map((status) => (status === "held" ? this.#fenceNext(state) : 0));
     this.#expireSemaphore(key, state);
-    return {
-      statuses: tokens.map((token) => (state.holders.has(token) ? "held" : state.queue.waiters.has(token) ? "waiting" : "gone")),
-      retryAfterMs: holdersNext(state, now),
-    };
+    return { statuses, fences, retryAfterMs: holdersNext(state, now) };
   }
 
   async lockAcquire(key: string, token: string, ttlMs: number, queue?: QueueOptions): Promise<AcquireReply> {
@@ -410,13 +425,14 @@ class MemoryStore implements LocalStore {
   async lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
     const now = this.clock.now();
     const state = this.#locks.get(key);
-    if (state === undefined) return { statuses: tokens.map(() => "gone"), retryAfterMs: 1 };
+    if (state === undefined) return { statuses: tokens.map(() => "gone"), fences: tokens.map(() => 0), retryAfterMs: 1 };
     queuePrune(state.queue, now);
     queueRefresh(state.queue, tokens, claimMs, now);
     this.#settleLock(key, state, now);
     this.#expireLock(key, state);
     return {
       statuses: tokens.map((token) => (state.token === token ? "held" : state.queue.waiters.has(token) ? "waiting" : "gone")),
+      fences: tokens.map((token) => (state.token === token ? state.fence : 0)),
       retryAfterMs: lockNext(state, now),
     };
   }
@@ -574,10 +590,10 @@ class MemoryStore implements LocalStore {
   ): AcquireReply {
     const held = state.holders.get(token);
     if (held !== undefined) {
-      // A re-sent acquire, or a waiter claiming its grant: refresh, never count twice.
+      // A re-sent acquire, or a waiter claiming its grant: refresh, never count twice (a new fence).
       held.expiresAt = now + leaseMs;
       state.earliest = Math.min(state.earliest, held.expiresAt);
-      return { acquired: true, retryAfterMs: 0 };
+      return { acquired: true, retryAfterMs: 0, fence: this.#fenceNext(state) };
     }
     const waiter = state.queue.waiters.get(token);
     if (waiter !== undefined) {
@@ -590,7 +606,7 @@ class MemoryStore implements LocalStore {
     // Nobody waits: the newcomer's turn is now.
     if (state.queue.waiters.size === 0 && state.used + weight <= limit && fitsTenant) {
       holdersAdd(state, token, weight, now + leaseMs);
-      return { acquired: true, retryAfterMs: 0 };
+      return { acquired: true, retryAfterMs: 0, fence: this.#fenceNext(state) };
     }
     const queueing = queue !== undefined || local !== undefined;
     if (queueing) {
@@ -613,8 +629,8 @@ class MemoryStore implements LocalStore {
       ...(local !== undefined ? { local: { leaseMs: local.leaseMs, onGrant: local.onGrant } } : {}),
     });
     state.idLimit = limit;
-    this.#grant(state, now, token, leaseMs);
-    if (state.holders.has(token)) return { acquired: true, retryAfterMs: 0 };
+    const fence = this.#grant(state, now, token, leaseMs);
+    if (fence !== undefined) return { acquired: true, retryAfterMs: 0, fence };
     if (queueing) return { acquired: false, queued: true, retryAfterMs: holdersNext(state, now) };
     queueDrop(state.queue, token);
     if (!fitsTenant) return { acquired: false, tenantFull: true, retryAfterMs: holdersNext(state, now, tenant) };
@@ -634,16 +650,16 @@ class MemoryStore implements LocalStore {
     let reply: AcquireReply;
     const waiter = state.queue.waiters.get(token);
     if (state.token === token) {
-      // A re-sent acquire, or a waiter claiming its grant.
+      // A re-sent acquire, or a waiter claiming its grant: it keeps its fence.
       state.expiresAt = now + ttlMs;
-      reply = { acquired: true, retryAfterMs: 0 };
+      reply = { acquired: true, retryAfterMs: 0, fence: state.fence };
     } else if (waiter !== undefined) {
       queueTouch(state.queue, waiter, now + (queue?.claimMs ?? 0));
       reply = { acquired: false, queued: true, retryAfterMs: lockNext(state, now) };
     } else if (state.token === undefined && state.queue.waiters.size === 0) {
       state.token = token;
       state.expiresAt = now + ttlMs;
-      reply = { acquired: true, retryAfterMs: 0 };
+      reply = { acquired: true, retryAfterMs: 0, fence: this.#fenceNext(state) };
     } else {
       const retryAfterMs = lockNext(state, now);
       const maxQueue = queue?.maxQueue ?? local?.maxQueue ?? 0;
@@ -678,6 +694,7 @@ class MemoryStore implements LocalStore {
         earliest: Number.POSITIVE_INFINITY,
         queue: newQueue(),
         idLimit: 0,
+        fence: 0,
         cleanup: undefined,
       };
       this.#semaphores.set(key, state);
@@ -688,7 +705,7 @@ class MemoryStore implements LocalStore {
   #lock(key: string): LockState {
     let state = this.#locks.get(key);
     if (state === undefined) {
-      state = { token: undefined, expiresAt: 0, queue: newQueue(), cleanup: undefined };
+      state = { token: undefined, expiresAt: 0, fence: 0, queue: newQueue(), cleanup: undefined };
       this.#locks.set(key, state);
     }
     return state;
@@ -707,11 +724,14 @@ class MemoryStore implements LocalStore {
    * stops the grants (nobody overtakes it). A grant reserves the permits until
    * the waiter's own lease ends; a waiter of this process gets its full lease
    * at once and is told directly; `self`, the newcomer of this very call, gets
-   * a full lease of `selfLeaseMs` and is not announced.
+   * a full lease of `selfLeaseMs` and is not announced. Each grant gets its
+   * fence, in the order made; returns that of `self` when it was granted.
    */
-  #grant(state: SemaphoreState, now: number, self?: string, selfLeaseMs = 0): void {
+  #grant(state: SemaphoreState, now: number, self?: string, selfLeaseMs = 0): number | undefined {
     let granted: string[] | undefined;
-    let told: LocalWaiter[] | undefined;
+    let fences: number[] | undefined;
+    let told: [LocalWaiter, number][] | undefined;
+    let selfFence: number | undefined;
     let reservedMs = Number.POSITIVE_INFINITY;
     const queue = state.queue;
     for (let progress = true; progress && queue.waiters.size > 0; ) {
@@ -720,40 +740,43 @@ class MemoryStore implements LocalStore {
         const [token, waiter] = queueHead(queue, tenant);
         if (tenantUsed(state, tenant) + waiter.weight > waiter.tenantLimit) continue;
         if (state.used + waiter.weight > Math.min(waiter.limit, state.idLimit)) {
-          this.#granted(state, granted, told, reservedMs, now);
-          return;
+          progress = false;
+          break;
         }
         const tag = queue.turns.get(tenant) as number;
         queueDrop(queue, token);
         queueServed(queue, tenant, tag);
+        const fence = this.#fenceNext(state);
         if (token === self) {
           holdersAdd(state, token, waiter.weight, now + selfLeaseMs);
+          selfFence = fence;
         } else if (waiter.local !== undefined) {
           holdersAdd(state, token, waiter.weight, now + waiter.local.leaseMs);
           told ??= [];
-          told.push(waiter.local);
+          told.push([waiter.local, fence]);
         } else {
           holdersAdd(state, token, waiter.weight, waiter.expiresAt);
           granted ??= [];
+          fences ??= [];
           granted.push(token);
+          fences.push(fence);
           reservedMs = Math.min(reservedMs, waiter.expiresAt - now);
         }
         progress = true;
         break;
       }
     }
-    this.#granted(state, granted, told, reservedMs, now);
+    if (granted !== undefined) {
+      this.#announce(state.key, { tokens: granted, fences: fences as number[], reservedMs: Math.max(1, Math.ceil(reservedMs)) });
+    }
+    if (told !== undefined) for (const [local, fence] of told) local.onGrant(now, fence);
+    return selfFence;
   }
 
-  #granted(
-    state: SemaphoreState,
-    granted: string[] | undefined,
-    told: LocalWaiter[] | undefined,
-    reservedMs: number,
-    now: number,
-  ): void {
-    if (granted !== undefined) this.#announce(state.key, { tokens: granted, reservedMs: Math.max(1, Math.ceil(reservedMs)) });
-    if (told !== undefined) for (const local of told) local.onGrant(now);
+  /** The fence of a grant made now (lua/lib/fence.lua): past the id's last, and not behind the clock. */
+  #fenceNext(state: { fence: number }): number {
+    state.fence = Math.max(state.fence + 1, this.clock.micros());
+    return state.fence;
   }
 
   /** Drops a lapsed holder and lapsed waiters, then hands a free lock to the head waiter (lua/lib/settle-lock.lua). */
@@ -768,9 +791,10 @@ class MemoryStore implements LocalStore {
     queueDrop(state.queue, token);
     state.token = token;
     state.expiresAt = waiter.local === undefined ? waiter.expiresAt : now + waiter.local.leaseMs;
+    const fence = this.#fenceNext(state);
     this.#expireLock(key, state);
-    if (waiter.local !== undefined) waiter.local.onGrant(now);
-    else this.#announce(key, { tokens: [token], reservedMs: Math.max(1, Math.ceil(waiter.expiresAt - now)) });
+    if (waiter.local !== undefined) waiter.local.onGrant(now, fence);
+    else this.#announce(key, { tokens: [token], fences: [fence], reservedMs: Math.max(1, Math.ceil(waiter.expiresAt - now)) });
   }
 
   #announce(key: string, grant: Grant): void {
@@ -793,6 +817,8 @@ class MemoryStore implements LocalStore {
       if (state.holders.size > 0 || state.queue.waiters.size > 0) {
         return latestOf(state.holders.values(), state.queue.waiters.values());
       }
+      // The last fence stays until the clock has passed it (lua/lib/fence.lua).
+      if (state.fence >= this.clock.micros()) return now + 1;
       if (this.#semaphores.get(key) === state) this.#semaphores.delete(key);
       return undefined;
     });
@@ -806,6 +832,7 @@ class MemoryStore implements LocalStore {
       if (state.token !== undefined && state.expiresAt <= now) state.token = undefined;
       queuePrune(state.queue, now);
       if (state.token !== undefined || state.queue.waiters.size > 0) return latest();
+      if (state.fence >= this.clock.micros()) return now + 1;
       if (this.#locks.get(key) === state) this.#locks.delete(key);
       return undefined;
     });

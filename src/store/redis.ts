@@ -65,16 +65,23 @@ async function runScript(client: RedisClient, script: Script, keys: string[], ar
 
 const STATUS_REPLIES = [0, 1, 2, 3, 4];
 
-/** `{status, ms}`, and for a semaphore a third item: whether the id keeps waiters or heavier holders. */
-function acquireReply(reply: unknown, script: Script): AcquireReply {
+/** A fence as the scripts send it: a positive safe integer. */
+const isFence = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n > 0;
+
+/**
+ * `{status, ms, fence}` from a lock; `{status, ms, marked, fence}` from a
+ * semaphore (marked: whether the id keeps waiters). The fence is 0 unless status is 1.
+ */
+function acquireReply(reply: unknown, script: Script, length: 3 | 4): AcquireReply {
   if (
     Array.isArray(reply) &&
-    (reply.length === 2 || reply.length === 3) &&
+    reply.length === length &&
     STATUS_REPLIES.includes(reply[0]) &&
-    typeof reply[1] === "number"
+    typeof reply[1] === "number" &&
+    (reply[0] !== 1 || isFence(reply[length - 1]))
   ) {
     const [status, retryAfterMs] = reply as [number, number];
-    if (status === 1) return { acquired: true, retryAfterMs: 0 };
+    if (status === 1) return { acquired: true, retryAfterMs: 0, fence: reply[length - 1] as number };
     return {
       acquired: false,
       retryAfterMs,
@@ -105,19 +112,45 @@ function perItem(reply: unknown, count: number, valid: (n: number) => boolean, s
 }
 
 const isFlagNumber = (n: number): boolean => n === 0 || n === 1;
-/** A take's answer: 0 held, positive ms refused, negative ms refused for the tenant's cap. */
-const isTakeAnswer = (n: number): boolean => Number.isSafeInteger(n);
+
+/**
+ * A take's answer per call: 0 and the fence when held; positive ms (refused)
+ * or negative ms (refused for the tenant's cap) and 0. Undefined: take the full path.
+ */
+type TakeAnswer = { refusedFor: number; fence: number } | undefined;
+
+function takeAnswers(reply: unknown, count: number, script: Script): TakeAnswer[] {
+  if (Array.isArray(reply)) {
+    if (reply.length === 1 && reply[0] === -1) return new Array(count).fill(undefined);
+    if (reply.length === count * 2) {
+      const answers: TakeAnswer[] = [];
+      for (let i = 0; i < reply.length; i += 2) {
+        const [refusedFor, fence] = [reply[i], reply[i + 1]];
+        const valid = Number.isSafeInteger(refusedFor) && (refusedFor === 0 ? isFence(fence) : fence === 0 && refusedFor !== 0);
+        if (!valid) throw unexpected(reply, script);
+        answers.push({ refusedFor, fence });
+      }
+      return answers;
+    }
+  }
+  throw unexpected(reply, script);
+}
 
 const WAITER_STATUS: Record<number, WaiterStatus> = { 0: "gone", 1: "held", 2: "waiting" };
 
-/** Statuses, one per token, then the ms until the nearest lease ends. */
+/** A status and a fence (0 unless held) per token, then the ms until the nearest lease ends. */
 function refreshed(reply: unknown, count: number, script: Script): WaiterRefresh {
-  if (Array.isArray(reply) && reply.length === count + 1) {
-    const retryAfterMs = reply[count];
-    const statuses = reply.slice(0, count);
-    if (typeof retryAfterMs === "number" && statuses.every((status) => WAITER_STATUS[status] !== undefined)) {
-      return { statuses: statuses.map((status: number) => WAITER_STATUS[status] as WaiterStatus), retryAfterMs };
+  if (Array.isArray(reply) && reply.length === count * 2 + 1 && typeof reply[count * 2] === "number") {
+    const statuses: WaiterStatus[] = [];
+    const fences: number[] = [];
+    for (let i = 0; i < count * 2; i += 2) {
+      const status = WAITER_STATUS[reply[i]];
+      const fence = reply[i + 1];
+      if (status === undefined || !(status === "held" ? isFence(fence) : fence === 0)) throw unexpected(reply, script);
+      statuses.push(status);
+      fences.push(fence);
     }
+    return { statuses, fences, retryAfterMs: reply[count * 2] };
   }
   throw unexpected(reply, script);
 }
@@ -198,7 +231,7 @@ class RedisLeaseStore implements RedisStore {
    */
   private readonly tenanted = new Set<string>();
   // One group per id: the calls of one turn go out in the order they were made.
-  private readonly takes: Coalescer<Take, number | undefined>;
+  private readonly takes: Coalescer<Take, TakeAnswer>;
   private readonly returns: Coalescer<{ token: string; weight: number }, number | undefined>;
   private readonly extends: Coalescer<Renewal, number | undefined>;
 
@@ -216,9 +249,9 @@ class RedisLeaseStore implements RedisStore {
       if (Array.isArray(reply) && reply.length === 1 && reply[0] === -2) {
         // Tenants hold on this id: declare their index from now on, and ask again.
         this.#remember(this.tenanted, key);
-        return perItem(await runScript(this.client, script, fastKeys(key, true), args), calls.length, isTakeAnswer, script);
+        return takeAnswers(await runScript(this.client, script, fastKeys(key, true), args), calls.length, script);
       }
-      const replies = perItem(reply, calls.length, isTakeAnswer, script);
+      const replies = takeAnswers(reply, calls.length, script);
       this.#contention(key, replies[0] === undefined);
       return replies;
     });
@@ -264,10 +297,13 @@ class RedisLeaseStore implements RedisStore {
     if (token.includes("@")) this.#remember(this.tenanted, key);
     if (queue === undefined && !this.contended.has(key)) {
       // Almost every request: one declared key, gathered with the others of the same turn on this id.
-      const refusedFor = await this.takes.call(key, { token, limit, weight, leaseMs, tenantLimit: tenant?.limit ?? 0 });
-      if (refusedFor === 0) return { acquired: true, retryAfterMs: 0 };
-      if (refusedFor !== undefined && refusedFor > 0) return { acquired: false, retryAfterMs: refusedFor };
-      if (refusedFor !== undefined) return { acquired: false, tenantFull: true, retryAfterMs: -refusedFor };
+      const answer = await this.takes.call(key, { token, limit, weight, leaseMs, tenantLimit: tenant?.limit ?? 0 });
+      if (answer !== undefined) {
+        const { refusedFor, fence } = answer;
+        if (refusedFor === 0) return { acquired: true, retryAfterMs: 0, fence };
+        if (refusedFor > 0) return { acquired: false, retryAfterMs: refusedFor };
+        return { acquired: false, tenantFull: true, retryAfterMs: -refusedFor };
+      }
     }
     const script = this.scripts.semaphoreAcquire;
     const args = [
@@ -281,7 +317,7 @@ class RedisLeaseStore implements RedisStore {
       tenant?.maxQueue ?? 0,
     ];
     const raw = await runScript(this.client, script, semaphoreKeys(key), args);
-    const reply = acquireReply(raw, script);
+    const reply = acquireReply(raw, script, 4);
     this.#contention(key, (raw as unknown[])[2] === 1);
     return reply;
   }
@@ -360,7 +396,7 @@ class RedisLeaseStore implements RedisStore {
   async lockAcquire(key: string, token: string, ttlMs: number, queue?: QueueOptions): Promise<AcquireReply> {
     const script = this.scripts.lockAcquire;
     const args = [token, ttlMs, queue?.claimMs ?? 0, queue?.maxQueue ?? 0];
-    return acquireReply(await runScript(this.client, script, lockKeys(key), args), script);
+    return acquireReply(await runScript(this.client, script, lockKeys(key), args), script, 3);
   }
 
   async lockExtend(key: string, token: string, ttlMs: number): Promise<boolean> {
@@ -422,12 +458,11 @@ class RedisLeaseStore implements RedisStore {
     return subscriber;
   }
 
-  /** Hands a grant announcement ("<reserved ms> <token>...") to this process's waiters on its channel. */
+  /** Hands a grant announcement to this process's waiters on its channel. */
   #deliver(channel: string, message: string): void {
     const entry = this.#channels.get(channel);
     if (entry === undefined) return;
-    const [reserved, ...tokens] = message.split(" ");
-    const grant = { tokens, reservedMs: Number(reserved) || this.waiterLeaseMs };
+    const grant = parseAnnouncement(message, this.waiterLeaseMs);
     for (const listener of entry.listeners) listener(grant);
   }
 
@@ -463,6 +498,21 @@ class RedisLeaseStore implements RedisStore {
     }, 1000);
     this.#idle.unref();
   }
+}
+
+/**
+ * A grant as the scripts announce it: "<shortest reservation ms>\n<token>\n<fence>..."
+ * (lua/lib/grant.lua). Newlines, since a tenant, and so a token, may hold spaces.
+ */
+export function parseAnnouncement(message: string, waiterLeaseMs: number): Grant {
+  const [reserved, ...pairs] = message.split("\n");
+  const tokens: string[] = [];
+  const fences: number[] = [];
+  for (let i = 0; i + 1 < pairs.length; i += 2) {
+    tokens.push(pairs[i] as string);
+    fences.push(Number(pairs[i + 1]));
+  }
+  return { tokens, fences, reservedMs: Number(reserved) || waiterLeaseMs };
 }
 
 async function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {

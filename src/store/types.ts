@@ -7,6 +7,12 @@
 export interface AcquireReply {
   acquired: boolean;
   retryAfterMs: number;
+  /**
+   * When acquired: the grant's fence, a safe integer greater than that of
+   * every earlier grant on the key (a re-sent acquire of a semaphore token may
+   * get a newer one; a lock's holder keeps its own): what a lease's `fence` says.
+   */
+  fence?: number;
   queued?: boolean;
   queueFull?: boolean;
   /** Refused because the caller's tenant is at its cap (`retryAfterMs` is then the tenant's own nearest lease end). */
@@ -43,9 +49,11 @@ export function tenantOf(token: string): string {
   return at < 0 ? "" : token.slice(at + 1);
 }
 
-/** Waiters just granted permits, and how long the grants stay reserved if nobody claims them. */
+/** Waiters just granted permits, their fences, and how long the grants stay reserved if nobody claims them. */
 export interface Grant {
   tokens: readonly string[];
+  /** The fence of each grant, in the order of `tokens`. */
+  fences: readonly number[];
   reservedMs: number;
 }
 
@@ -93,6 +101,11 @@ export interface WaiterRefresh {
   /** Per token, in the order given. */
   statuses: WaiterStatus[];
   /**
+   * Per token: the fence of a "held" one (a semaphore gives a new one, as to
+   * a claim; a lock's holder keeps its own), 0 for the others.
+   */
+  fences: number[];
+  /**
    * Ms until the nearest lease on the id ends (a grant's reservation included):
    * when those still waiting should look again if no grant is announced.
    */
@@ -125,7 +138,12 @@ export interface Store {
    * With `queue`, a caller that finds no permit joins the queue instead of
    * being refused; a waiter calling again refreshes its place or claims its
    * grant. Idempotent per token: a token that already holds is refreshed,
-   * never counted twice.
+   * never counted twice (and gets a new fence).
+   *
+   * Every grant (here or to a waiter) carries a fence: greater than every
+   * earlier grant's on the key, never reused, while the key is idle too
+   * (the Redis store derives it from its clock in microseconds and the last
+   * fence its keys keep, and keeps them until its clock has passed it).
    */
   semaphoreAcquire(
     key: string,

@@ -13,7 +13,8 @@ import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Inspection, Store } from "../../src/index.js";
 import { createMemoryStore, type LocalStore } from "../../src/store/memory.js";
-import { createRedisStore } from "../../src/store/redis.js";
+import { createRedisStore, parseAnnouncement } from "../../src/store/redis.js";
+import type { Grant } from "../../src/store/types.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 import { type AcquireAnswer, type Announced, LockModel, type Queueing, SemaphoreModel, type TenantCall } from "./model.js";
 import { keysUnder, scriptsOnTestClock, TestTime } from "./time.js";
@@ -58,7 +59,7 @@ const callerArbitrary: fc.Arbitrary<Caller> = fc.constantFrom(1, 1, 1, 2, 3, 4).
 );
 
 type Storekeeper = Store & { debugIds?: () => { semaphores: [string, boolean][]; locks: [string, boolean][] } };
-type Told = { token: string; at: number };
+type Told = { token: string; at: number; fence: number };
 
 let redis: Redis;
 let subscriber: Redis;
@@ -68,9 +69,8 @@ beforeAll(async () => {
   redis = newRedis();
   subscriber = newRedis();
   subscriber.on("message", (channel: string, message: string) => {
-    const [reserved, ...tokens] = message.split(" ");
     const list = heard.get(channel) ?? [];
-    list.push({ tokens, reservedMs: Number(reserved) });
+    list.push(announced(parseAnnouncement(message, 0)));
     heard.set(channel, list);
   });
 });
@@ -113,9 +113,7 @@ class World {
     await this.time.start(redis);
     for (const key of [this.semKey, this.lockKey]) {
       this.memoryHeard.set(key, []);
-      await this.memory.watch(key, (grant) =>
-        this.memoryHeard.get(key)?.push({ tokens: [...grant.tokens], reservedMs: grant.reservedMs }),
-      );
+      await this.memory.watch(key, (grant) => this.memoryHeard.get(key)?.push(announced(grant)));
       heard.set(`${key}:ch`, []);
       await subscriber.subscribe(`${key}:ch`);
     }
@@ -275,6 +273,12 @@ class World {
   }
 }
 
+const announced = (grant: Grant): Announced => ({
+  tokens: [...grant.tokens],
+  fences: [...grant.fences],
+  reservedMs: grant.reservedMs,
+});
+
 function drain(map: Map<string, Announced[]>, key: string): Announced[] {
   const list = map.get(key) ?? [];
   map.set(key, []);
@@ -423,7 +427,12 @@ const localCommands = [
             token,
             c.limit,
             c.weight,
-            { leaseMs: c.leaseMs, until: w.time.now + waitMs, maxQueue, onGrant: (at) => w.told.sem.push({ token, at }) },
+            {
+              leaseMs: c.leaseMs,
+              until: w.time.now + waitMs,
+              maxQueue,
+              onGrant: (at, fence) => w.told.sem.push({ token, at, fence }),
+            },
             tenantCall(c),
           ),
       );
@@ -441,7 +450,7 @@ const localCommands = [
             leaseMs: c.leaseMs,
             until: w.time.now + waitMs,
             maxQueue: 0,
-            onGrant: (at) => w.told.lock.push({ token, at }),
+            onGrant: (at, fence) => w.told.lock.push({ token, at, fence }),
           }),
       );
     }),

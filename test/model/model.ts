@@ -18,6 +18,11 @@
  * - A grant reserves the permits until the waiter's own lease ends (a dead
  *   waiter blocks for at most one waiter lease); the waiter's next acquire
  *   claims them with a full lease.
+ * - Every grant has a fence: max(last + 1, now in µs), `last` being the id's
+ *   previous fence, ever (the stores may forget it only once their clock has
+ *   passed it, when the clock alone gives the same). A semaphore grants anew,
+ *   with a new fence, when a holding token acquires again; a lock's holder
+ *   keeps its fence.
  */
 
 export interface ModelHolder {
@@ -46,15 +51,18 @@ export interface ModelWaiter {
   localLeaseMs?: number;
 }
 
-/** A grant to a waiter of the store's own process: who, and when. */
+/** A grant to a waiter of the store's own process: who, when, and its fence. */
 export interface Told {
   token: string;
   at: number;
+  fence: number;
 }
 
 export interface AcquireAnswer {
   acquired: boolean;
   retryAfterMs: number;
+  /** The grant's fence, when acquired. */
+  fence?: number;
   queued?: boolean;
   queueFull?: boolean;
   /** Refused because the caller's tenant is at its cap (the id itself may have room). */
@@ -74,6 +82,8 @@ export interface TenantCall {
 
 export interface RefreshAnswer {
   statuses: ("held" | "waiting" | "gone")[];
+  /** The fence of each "held" token (a semaphore's new, a lock holder's own), 0 for the others. */
+  fences: number[];
   retryAfterMs: number;
 }
 
@@ -82,6 +92,9 @@ export const tenantOf = (token: string): string => {
   const at = token.indexOf("@");
   return at < 0 ? "" : token.slice(at + 1);
 };
+
+/** The next fence of an id whose last was `last`, at `now` (ms): the stores' clocks in µs. */
+const nextFence = (last: number, now: number): number => Math.max(last + 1, now * 1000);
 
 /** Whole ms until `at`, at least 1; 1 when nothing is due. */
 const until = (at: number | undefined, now: number): number => (at === undefined ? 1 : Math.max(1, at - now));
@@ -112,6 +125,8 @@ export class SemaphoreModel {
   /** The tag of the last turn served. */
   virtual = 0;
   idLimit = 0;
+  /** The last fence granted, ever. */
+  fence = 0;
   /** Every grant made, in order: what the stores must announce. */
   readonly grants: Announced[] = [];
   /** Every grant to a waiter of the store's own process, in order. */
@@ -168,8 +183,10 @@ export class SemaphoreModel {
    * Grants in turn; `self`, the newcomer of this very call, gets a full lease of
    * `selfLeaseMs` rather than a reservation, and is not announced (its reply says it).
    */
-  grant(now: number, self?: string, selfLeaseMs = 0): string[] {
+  grant(now: number, self?: string, selfLeaseMs = 0): number | undefined {
     const granted: string[] = [];
+    const fences: number[] = [];
+    let selfFence: number | undefined;
     let reservedMs = Number.POSITIVE_INFINITY;
     let used = this.used();
     let i = 0;
@@ -190,20 +207,28 @@ export class SemaphoreModel {
       this.virtual = tag;
       used += head.weight;
       const holder = { weight: head.weight, limit: cap, tenant };
+      const fence = this.#fence(now);
       if (head.token === self) {
         this.#admit(head.token, { ...holder, expiresAt: now + selfLeaseMs }, cap, head.tenantLimit);
+        selfFence = fence;
       } else if (head.localLeaseMs !== undefined) {
         this.#admit(head.token, { ...holder, expiresAt: now + head.localLeaseMs }, cap, head.tenantLimit);
-        this.told.push({ token: head.token, at: now });
+        this.told.push({ token: head.token, at: now, fence });
       } else {
         this.#admit(head.token, { ...holder, expiresAt: head.expiresAt }, cap, head.tenantLimit);
         granted.push(head.token);
+        fences.push(fence);
         reservedMs = Math.min(reservedMs, head.expiresAt - now);
       }
       i = 0;
     }
-    if (granted.length > 0) this.grants.push({ tokens: granted, reservedMs });
-    return granted;
+    if (granted.length > 0) this.grants.push({ tokens: granted, fences, reservedMs });
+    return selfFence;
+  }
+
+  #fence(now: number): number {
+    this.fence = nextFence(this.fence, now);
+    return this.fence;
   }
 
   acquire(
@@ -224,7 +249,7 @@ export class SemaphoreModel {
     const held = this.holders.get(token);
     if (held !== undefined) {
       held.expiresAt = now + leaseMs;
-      return { acquired: true, retryAfterMs: 0 };
+      return { acquired: true, retryAfterMs: 0, fence: this.#fence(now) };
     }
     const waiter = this.queue.find((w) => w.token === token);
     if (waiter !== undefined) {
@@ -237,7 +262,7 @@ export class SemaphoreModel {
     // Nobody waits: the newcomer's turn is now (the same as joining and being granted at once).
     if (this.queue.length === 0 && this.used() + weight <= limit && this.used(tenant) + weight <= tenantLimit) {
       this.#admit(token, { expiresAt: now + leaseMs, weight, limit, tenant }, limit, tenantLimit);
-      return { acquired: true, retryAfterMs: 0 };
+      return { acquired: true, retryAfterMs: 0, fence: this.#fence(now) };
     }
     if (queueing) {
       const maxQueue = queue?.maxQueue ?? local?.maxQueue ?? 0;
@@ -262,8 +287,8 @@ export class SemaphoreModel {
     });
     if (!this.turns.has(tenant)) this.turns.set(tenant, this.virtual + 1);
     this.idLimit = limit;
-    this.grant(now, token, leaseMs);
-    if (this.holders.has(token)) return { acquired: true, retryAfterMs: 0 };
+    const fence = this.grant(now, token, leaseMs);
+    if (fence !== undefined) return { acquired: true, retryAfterMs: 0, fence };
     if (queueing) return { acquired: false, queued: true, retryAfterMs: this.nearest(now) };
     this.#dropWaiter(token);
     if (this.used(tenant) + weight > tenantLimit) {
@@ -301,10 +326,12 @@ export class SemaphoreModel {
       if (tokens.includes(waiter.token) && waiter.localLeaseMs === undefined) waiter.expiresAt = now + claimMs;
     }
     if (this.queue.length > 0) this.grant(now);
+    const statuses = tokens.map((token) =>
+      this.holders.has(token) ? "held" : this.queue.some((w) => w.token === token) ? "waiting" : "gone",
+    ) satisfies RefreshAnswer["statuses"];
     return {
-      statuses: tokens.map((token) =>
-        this.holders.has(token) ? "held" : this.queue.some((w) => w.token === token) ? "waiting" : "gone",
-      ),
+      statuses,
+      fences: statuses.map((status) => (status === "held" ? this.#fence(now) : 0)),
       retryAfterMs: this.nearest(now),
     };
   }
@@ -358,7 +385,9 @@ export class SemaphoreModel {
 }
 
 export class LockModel {
-  holder: { token: string; expiresAt: number } | undefined;
+  holder: { token: string; expiresAt: number; fence: number } | undefined;
+  /** The last fence granted, ever. */
+  fence = 0;
   queue: ModelWaiter[] = [];
   readonly grants: Announced[] = [];
   readonly told: Told[] = [];
@@ -377,13 +406,19 @@ export class LockModel {
     if (this.holder !== undefined) return;
     const head = this.queue.shift();
     if (head === undefined) return;
+    const fence = this.#fence(now);
     if (head.localLeaseMs !== undefined) {
-      this.holder = { token: head.token, expiresAt: now + head.localLeaseMs };
-      this.told.push({ token: head.token, at: now });
+      this.holder = { token: head.token, expiresAt: now + head.localLeaseMs, fence };
+      this.told.push({ token: head.token, at: now, fence });
       return;
     }
-    this.holder = { token: head.token, expiresAt: head.expiresAt };
-    this.grants.push({ tokens: [head.token], reservedMs: head.expiresAt - now });
+    this.holder = { token: head.token, expiresAt: head.expiresAt, fence };
+    this.grants.push({ tokens: [head.token], fences: [fence], reservedMs: head.expiresAt - now });
+  }
+
+  #fence(now: number): number {
+    this.fence = nextFence(this.fence, now);
+    return this.fence;
   }
 
   #retryAfter(now: number): number {
@@ -401,7 +436,7 @@ export class LockModel {
     this.#grant(now);
     if (this.holder?.token === token) {
       this.holder.expiresAt = now + ttlMs;
-      return { acquired: true, retryAfterMs: 0 };
+      return { acquired: true, retryAfterMs: 0, fence: this.holder.fence };
     }
     const waiter = this.queue.find((w) => w.token === token);
     if (waiter !== undefined) {
@@ -409,8 +444,9 @@ export class LockModel {
       return { acquired: false, queued: true, retryAfterMs: this.#retryAfter(now) };
     }
     if (this.holder === undefined && this.queue.length === 0) {
-      this.holder = { token, expiresAt: now + ttlMs };
-      return { acquired: true, retryAfterMs: 0 };
+      const fence = this.#fence(now);
+      this.holder = { token, expiresAt: now + ttlMs, fence };
+      return { acquired: true, retryAfterMs: 0, fence };
     }
     if (local !== undefined) {
       if (local.maxQueue > 0 && this.queue.length >= local.maxQueue) {
@@ -459,6 +495,7 @@ export class LockModel {
       statuses: tokens.map((token) =>
         this.holder?.token === token ? "held" : this.queue.some((w) => w.token === token) ? "waiting" : "gone",
       ),
+      fences: tokens.map((token) => (this.holder?.token === token ? this.holder.fence : 0)),
       retryAfterMs: this.#retryAfter(now),
     };
   }
@@ -479,9 +516,10 @@ export class LockModel {
   }
 }
 
-/** A grant as a store announces it: the tokens, and the shortest of their reservations in ms. */
+/** A grant as a store announces it: the tokens, their fences, and the shortest of their reservations in ms. */
 export interface Announced {
   tokens: string[];
+  fences: number[];
   reservedMs: number;
 }
 

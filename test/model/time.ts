@@ -9,7 +9,7 @@ import type { Scripts } from "../../src/store/redis.js";
 export const CLOCK_KEY = "leasehold-model:clock";
 
 const serverClock = luaSource("lib/clock.lua");
-const testClock = `-- Test build: the model-based suite sets the clock.\nlocal now = tonumber(redis.call('GET', '${CLOCK_KEY}'))\n`;
+const testClock = `-- Test build: the model-based suite sets the clock.\nlocal now = tonumber(redis.call('GET', '${CLOCK_KEY}'))\nlocal now_us = now * 1000\n`;
 
 /** Every script with `lib/clock.lua` swapped for a clock the suite sets: the same code on a time it controls. */
 export const scriptsOnTestClock: Scripts = Object.fromEntries(
@@ -39,6 +39,7 @@ export class TestTime {
 
   readonly memoryClock: MemoryClock = {
     now: () => this.now,
+    micros: () => this.now * 1000,
     setTimeout: (callback, ms) => {
       const timer = { at: this.now + Math.ceil(ms), callback, cancelled: false };
       this.#timers.push(timer);

@@ -27,8 +27,8 @@ interface Command {
 }
 
 async function run(command: Command): Promise<void> {
-  const body = async (lease: { signal: AbortSignal; token: string }) => {
-    emit({ event: "enter", label: command.label, token: lease.token });
+  const body = async (lease: { signal: AbortSignal; token: string; fence: number }) => {
+    emit({ event: "enter", label: command.label, token: lease.token, fence: lease.fence });
     await new Promise((resolve) => setTimeout(resolve, command.holdMs ?? 0));
     emit({ event: "exit", label: command.label, aborted: lease.signal.aborted });
   };
