@@ -1,7 +1,7 @@
 import { acquireLease, KeyCalls, type KeyOps, type Refused, storeKey } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { LockLeaseLostError, LockNotAcquiredError, ValidationError } from "./errors.js";
-import { type Subject, subjectOf } from "./events.js";
+import { subjectOf } from "./events.js";
 import { keepLease } from "./keeper.js";
 import { type LeaseBackend, LeaseHandle, type LockLease } from "./lease.js";
 import {

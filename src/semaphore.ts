@@ -1,7 +1,7 @@
 import { acquireLease, KeyCalls, type KeyOps, type Refused, storeKey } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError, ValidationError } from "./errors.js";
-import { type Subject, subjectOf } from "./events.js";
+import { subjectOf } from "./events.js";
 import { keepLease } from "./keeper.js";
 import { type LeaseBackend, LeaseHandle, type SemaphoreLease } from "./lease.js";
 import {
@@ -291,7 +291,8 @@ class SemaphoreOps extends KeyCalls implements KeyOps, LeaseBackend {
 /**
  * A counting semaphore whose holders keep renewable leases: at most `limit`
  * permits per id are held at once, across every process that shares the
- * store. Acquisition fails fast unless `retries` are given.
+ * store. Acquisition fails fast unless `waitMs` (a fair queue) or `retries`
+ * (a bounded spin) are given.
  *
  * Two call forms: `semaphore(client, options)` and `semaphore({ client, ...options })`.
  * Without a client it runs on the embedded memory store (one process).
