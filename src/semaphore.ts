@@ -162,7 +162,7 @@ class DistributedSemaphore implements Semaphore {
     return outcome instanceof LeaseHandle ? (outcome as SemaphoreLeaseHandle) : null;
   }
 
-  async run<T>(id: string, fn: (lease: SemaphoreLease) => T | PromiseLike<T>, options?: SemaphoreRunOptions): Promise<T> {
+  async run<T>(id: string, fn: (lease: EngineLease) => T | PromiseLike<T>, options?: SemaphoreRunOptions): Promise<T> {
     if (typeof fn !== "function") {
       throw new ValidationError("fn", "run(id, fn) needs a function to run while the permit is held.");
     }
@@ -310,4 +310,21 @@ export function semaphore(options: SemaphoreOptions): Semaphore;
 export function semaphore(client: ClientInput, options: Omit<SemaphoreOptions, "client">): Semaphore;
 export function semaphore(...args: unknown[]): Semaphore {
   return new DistributedSemaphore(factoryOptions(args, "semaphore", FACTORY_OPTIONS));
+}
+
+/** The lease handle itself, as `run` hands it to its body: the public lease plus loss listeners and `lose()`. */
+type EngineLease = LeaseHandle & SemaphoreLease;
+
+/**
+ * A semaphore as the HTTP admission runs it: the same `run`, whose body is
+ * typed with the engine's lease handle (to follow and report a loss) rather
+ * than the public `SemaphoreLease`. Internal: not exported by the package.
+ */
+export interface SemaphoreEngine {
+  run<T>(id: string, fn: (lease: EngineLease) => T | PromiseLike<T>, options?: SemaphoreRunOptions): Promise<T>;
+}
+
+/** Creates a {@link SemaphoreEngine}; options are checked as `semaphore(options)` checks them. Internal. */
+export function semaphoreEngine(options: SemaphoreOptions): SemaphoreEngine {
+  return new DistributedSemaphore(factoryOptions([options], "semaphore", FACTORY_OPTIONS));
 }
