@@ -1,3 +1,9 @@
+/**
+ * The lease engine: `semaphore` and `lock` over Redis or the embedded store,
+ * the stores themselves, the errors and the diagnostics channels.
+ *
+ * @module leasehold
+ */
 export type { ClientInput } from "./client.js";
 export {
   ClientAbortedError,

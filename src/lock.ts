@@ -176,10 +176,10 @@ class LockOps extends KeyCalls implements KeyOps, LeaseBackend {
  *
  * @example
  * ```ts
- * import Redis from "ioredis";
+ * import { Redis } from "ioredis";
  * import { lock } from "leasehold";
  *
- * const locks = lock(new Redis(process.env.REDIS_URL), { ttlMs: 10_000 });
+ * const locks = lock(new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379"), { ttlMs: 10_000 });
  * await locks.run("order:42", (lease) => charge(order, { signal: lease.signal }));
  * ```
  */

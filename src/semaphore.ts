@@ -88,6 +88,11 @@ export interface Semaphore {
 
 /** What {@link Semaphore.stats} reports. */
 export interface SemaphoreStats {
+  /**
+   * The limit you passed: the semaphore's, or its limit function's answer for
+   * the id. Not read from the store, so processes that pass different limits
+   * for one id each report their own.
+   */
   limit: number;
   /** Permits held by live leases (weights included). */
   used: number;
@@ -299,10 +304,10 @@ class SemaphoreOps extends KeyCalls implements KeyOps, LeaseBackend {
  *
  * @example
  * ```ts
- * import Redis from "ioredis";
+ * import { Redis } from "ioredis";
  * import { semaphore } from "leasehold";
  *
- * const slots = semaphore(new Redis(process.env.REDIS_URL), { limit: 20, leaseMs: 60_000 });
+ * const slots = semaphore(new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379"), { limit: 20, leaseMs: 60_000 });
  * const text = await slots.run("openai", (lease) => callModel({ signal: lease.signal }));
  * ```
  */

@@ -1,3 +1,8 @@
+/**
+ * Express (4 and 5) middleware: `semaphore(name, limit, options)` and `lock(name, options)`.
+ *
+ * @module leasehold/express
+ */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import { Admission } from "../../src/http/admission.js";
 import { Exchange, LeaseView, type RequestLease } from "../../src/http/exchange.js";
@@ -125,4 +130,5 @@ export function lock(name: string, options?: ExpressLockOptions): RequestHandler
 }
 
 export { PROBLEM_TYPES, type ProblemDetails, type RejectionContext, type RejectionReason } from "../../src/http/problem.js";
+export type { LockLease, SemaphoreLease } from "../../src/lease.js";
 export type { Rejection, RequestLease };

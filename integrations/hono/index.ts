@@ -1,3 +1,8 @@
+/**
+ * Hono middleware: `semaphore(name, limit, options)` and `lock(name, options)`, on Node and fetch runtimes.
+ *
+ * @module leasehold/hono
+ */
 import type { ServerResponse } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
@@ -232,4 +237,5 @@ export function lock(name: string, options?: HonoLockOptions): MiddlewareHandler
 }
 
 export { PROBLEM_TYPES, type ProblemDetails, type RejectionContext, type RejectionReason } from "../../src/http/problem.js";
+export type { LockLease, SemaphoreLease } from "../../src/lease.js";
 export type { Rejection, RequestLease };

@@ -1,4 +1,9 @@
-// leasehold/nestjs: `@Semaphore`/`@Lock` on handlers or controllers, configured by `LeaseholdModule`.
+/**
+ * NestJS (Express and Fastify platforms): `@Semaphore` and `@Lock` on handlers
+ * or controllers, `@Lease()` for the handler, configured by `LeaseholdModule`.
+ *
+ * @module leasehold/nestjs
+ */
 
 export type { RequestLease } from "../../src/http/exchange.js";
 export {

@@ -1,6 +1,15 @@
 import type { LeaseLostError, NotAcquiredReason } from "../errors.js";
 
-/** Why a request was not admitted (or lost its admission). */
+/**
+ * Why a request was not admitted (or lost its admission).
+ *
+ * @example
+ * ```ts
+ * const onRejected: ExpressOnRejected = (_req, res, rejection) => {
+ *   res.status(rejection.reason === "store-unavailable" ? 503 : 429).set(rejection.headers).json(rejection.problem);
+ * };
+ * ```
+ */
 export type RejectionReason = "semaphore-full" | "lock-held" | "store-unavailable" | "lease-lost";
 
 /**
