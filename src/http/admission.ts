@@ -80,15 +80,33 @@ export class Admission<Req, OnRejected = never> {
    * `exchange.ended` resolves and is released exactly once. Errors from
    * `key`, `skip` or a limit function reject (the framework's error path).
    */
-  async admit(request: Req, exchange: Exchange): Promise<Admitted> {
+  admit(request: Req, exchange: Exchange): Promise<Admitted> {
+    const { skip } = this.config;
+    try {
+      // Without `skip`, no async wrapper: one promise less on every request.
+      return skip === undefined ? this.#take(request, exchange) : this.#admitUnlessSkipped(skip, request, exchange);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  async #admitUnlessSkipped(
+    skip: (request: Req) => boolean | PromiseLike<boolean>,
+    request: Req,
+    exchange: Exchange,
+  ): Promise<Admitted> {
+    return (await skip(request)) ? "passed" : this.#take(request, exchange);
+  }
+
+  /** Takes the lease: throws (synchronously) what `key` or a limit function throws. */
+  #take(request: Req, exchange: Exchange): Promise<Admitted> {
     const { config } = this;
-    if (config.skip !== undefined && (await config.skip(request))) return "passed";
     const id = this.idFor(request);
     const limit = typeof config.limit === "function" ? config.limit(request) : config.limit;
     const weight = typeof config.weight === "function" ? config.weight(request) : config.weight;
     exchange.id = id;
     exchange.limit = limit;
-    if (exchange.gone) return "abandoned";
+    if (exchange.gone) return Promise.resolve("abandoned");
 
     return new Promise<Admitted>((resolve, reject) => {
       let admittedAt: number | undefined;

@@ -155,17 +155,17 @@ export class Exchange {
     this.#view = view;
     this.#lease = lease;
     this.#hook = hook;
-    lease.onLose(this.#lost);
+    lease.onLose((error) => this.#lost(error as LeaseLostError));
     return view;
   }
 
-  readonly #lost = (error: Error): void => {
+  #lost(error: LeaseLostError): void {
     if (this.#view !== undefined) abortView(this.#view, error);
-    this.#hook?.(error as LeaseLostError);
-    this.onLost(error as LeaseLostError);
+    this.#hook?.(error);
+    this.onLost(error);
     // Nothing is held any more: keeping the exchange open would only delay the (token-checked) release.
     this.#finish();
-  };
+  }
 
   #settle(): void {
     if (this.#done) return;
