@@ -24,7 +24,7 @@ const redis = modes.includes("redis") ? new Redis(process.env.REDIS_URL as strin
 const limit = 10_000;
 
 async function serve(mode: string, port: number): Promise<void> {
-  const client: ClientInput | undefined = mode === "redis" ? redis : memoryStore();
+  const client: ClientInput = mode === "redis" && redis !== undefined ? redis : memoryStore();
   // "async": a no-op async middleware, the fair baseline for any guard (Hono's node-server, for one,
   // answers synchronous handlers on a faster path that no async middleware can take).
   const guarded = mode !== "none" && mode !== "async";

@@ -2,13 +2,13 @@
 // admitted, 5 are shed at once. Runs on the embedded store, and on Redis
 // too when REDIS_URL is set.
 import { Redis } from "ioredis";
-import { type ClientInput, SemaphoreNotAcquiredError, semaphore } from "../src/index.js";
+import { type ClientInput, memoryStore, SemaphoreNotAcquiredError, semaphore } from "../src/index.js";
 
 const CALLERS = 25;
 const LIMIT = 20;
 const HOLD_MS = 300;
 
-async function race(label: string, client?: ClientInput): Promise<void> {
+async function race(label: string, client: ClientInput): Promise<void> {
   const slots = semaphore({ client, limit: LIMIT, leaseMs: 10_000, prefix: `demo-${process.pid}` });
   let inFlight = 0;
   let peak = 0;
@@ -33,10 +33,11 @@ async function race(label: string, client?: ClientInput): Promise<void> {
 }
 
 console.log(`leasehold demo: ${CALLERS} callers, limit ${LIMIT}, each holding its permit for ${HOLD_MS} ms\n`);
-await race("embedded memory store");
+await race("embedded memory store", memoryStore());
 const url = process.env.REDIS_URL;
 if (url) {
   const redis = new Redis(url);
+  redis.on("error", (error) => console.error(`Redis: ${error.message}`));
   try {
     await race(`\nRedis at ${url}`, redis);
   } finally {

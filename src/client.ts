@@ -4,15 +4,22 @@ import { defaultStore } from "./store/memory.js";
 import { redisStore } from "./store/redis.js";
 import { isStore, type Store } from "./store/types.js";
 
-type Resolved = Store | RedisClient;
-
 /**
  * What `client` accepts: a store, a Redis client (an ioredis or iovalkey
  * `Redis` or `Cluster`, a node-redis `createClient()` or `createCluster()`,
  * recognised by shape), a promise of either, or a function returning either
  * (called once, on first use, and again only if it failed).
+ *
+ * @example
+ * ```ts
+ * const client: ClientInput = redisStore(new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379"), { timeoutMs: 500 });
+ * ```
  */
-export type ClientInput = Resolved | PromiseLike<Resolved> | (() => Resolved | PromiseLike<Resolved>);
+export type ClientInput =
+  | Store
+  | RedisClient
+  | PromiseLike<Store | RedisClient>
+  | (() => Store | RedisClient | PromiseLike<Store | RedisClient>);
 
 /** A lazily resolved store: `get()` answers synchronously once resolved. */
 export interface StoreSource {

@@ -192,9 +192,10 @@ export class LockLeaseLostError extends LeaseholdError {
 }
 
 /**
- * The store could not be reached or answered nonsense within the bounded
- * time (`storeTimeoutMs`). No slot is assumed held: an acquire whose outcome
- * is unknown is released in the background. `cause` holds the underlying error.
+ * The store could not be reached or answered nonsense within its bound (the
+ * store's `timeoutMs`, as in `redisStore(client, { timeoutMs })`). No slot is
+ * assumed held: an acquire whose outcome is unknown is released in the
+ * background. `cause` holds the underlying error.
  *
  * @example
  * ```ts

@@ -1,3 +1,9 @@
+/**
+ * The lease engine: `semaphore` and `lock` over Redis or the embedded store,
+ * the stores themselves, the errors and the diagnostics channels.
+ *
+ * @module leasehold
+ */
 export type { ClientInput } from "./client.js";
 export {
   ClientAbortedError,
@@ -32,6 +38,7 @@ export {
   type SemaphoreRunOptions,
   type SemaphoreStats,
   semaphore,
+  type TenantStats,
 } from "./semaphore.js";
 export { type MemoryStoreOptions, memoryStore } from "./store/memory.js";
 export {
@@ -51,6 +58,7 @@ export type {
   QueueOptions,
   SemaphoreFigures,
   Store,
+  TenantOptions,
   WaiterRefresh,
   WaiterStatus,
 } from "./store/types.js";

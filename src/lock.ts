@@ -1,7 +1,7 @@
 import { acquireLease, KeyCalls, type KeyOps, type Refused } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { LockLeaseLostError, LockNotAcquiredError, ValidationError } from "./errors.js";
-import { type Subject, subjectOf } from "./events.js";
+import { subjectOf } from "./events.js";
 import { keepLease } from "./keeper.js";
 import { type LeaseBackend, LeaseHandle, type LockLease } from "./lease.js";
 import {
@@ -96,7 +96,7 @@ class DistributedLock implements Lock {
     return outcome instanceof LeaseHandle ? outcome : null;
   }
 
-  async run<T>(id: string, fn: (lease: LockLease) => T | PromiseLike<T>, options?: LockRunOptions): Promise<T> {
+  async run<T>(id: string, fn: (lease: LeaseHandle) => T | PromiseLike<T>, options?: LockRunOptions): Promise<T> {
     if (typeof fn !== "function") {
       throw new ValidationError("fn", "run(id, fn) needs a function to run while the lock is held.");
     }
@@ -186,10 +186,10 @@ class LockOps extends KeyCalls implements KeyOps, LeaseBackend {
  *
  * @example
  * ```ts
- * import Redis from "ioredis";
+ * import { Redis } from "ioredis";
  * import { lock } from "leasehold";
  *
- * const locks = lock(new Redis(process.env.REDIS_URL), { ttlMs: 10_000 });
+ * const locks = lock(new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379"), { ttlMs: 10_000 });
  * await locks.run("order:42", (lease) => charge(order, { signal: lease.signal }));
  * ```
  */
@@ -197,4 +197,18 @@ export function lock(options?: LockOptions): Lock;
 export function lock(client: ClientInput, options?: Omit<LockOptions, "client">): Lock;
 export function lock(...args: unknown[]): Lock {
   return new DistributedLock(factoryOptions(args, "lock", FACTORY_OPTIONS));
+}
+
+/**
+ * A lock as the HTTP admission runs it: the same `run`, whose body is typed
+ * with the engine's lease handle (to follow and report a loss) rather than
+ * the public `LockLease`. Internal: not exported by the package.
+ */
+export interface LockEngine {
+  run<T>(id: string, fn: (lease: LeaseHandle) => T | PromiseLike<T>, options?: LockRunOptions): Promise<T>;
+}
+
+/** Creates a {@link LockEngine}; options are checked as `lock(options)` checks them. Internal. */
+export function lockEngine(options: LockOptions): LockEngine {
+  return new DistributedLock(factoryOptions([options], "lock", FACTORY_OPTIONS));
 }

@@ -1,7 +1,7 @@
 import { type Acquired, acquireLease, KeyCalls, type KeyOps, type Refused, type Tenant } from "./acquire.js";
 import type { ClientInput } from "./client.js";
 import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError, ValidationError } from "./errors.js";
-import { type Subject, subjectOf } from "./events.js";
+import { subjectOf } from "./events.js";
 import { keepLease } from "./keeper.js";
 import { type LeaseBackend, LeaseHandle, type SemaphoreLease } from "./lease.js";
 import {
@@ -98,6 +98,11 @@ export interface Semaphore {
 
 /** What {@link Semaphore.stats} reports. */
 export interface SemaphoreStats {
+  /**
+   * The limit you passed: the semaphore's, or its limit function's answer for
+   * the id. Not read from the store, so processes that pass different limits
+   * for one id each report their own.
+   */
   limit: number;
   /** Permits held by live leases (weights included). */
   used: number;
@@ -213,7 +218,7 @@ class DistributedSemaphore implements Semaphore {
     }
   }
 
-  async run<T>(id: string, fn: (lease: SemaphoreLease) => T | PromiseLike<T>, options?: SemaphoreRunOptions): Promise<T> {
+  async run<T>(id: string, fn: (lease: EngineLease) => T | PromiseLike<T>, options?: SemaphoreRunOptions): Promise<T> {
     if (typeof fn !== "function") {
       throw new ValidationError("fn", "run(id, fn) needs a function to run while the permit is held.");
     }
@@ -370,17 +375,18 @@ class SemaphoreOps extends KeyCalls implements KeyOps, LeaseBackend {
 /**
  * A counting semaphore whose holders keep renewable leases: at most `limit`
  * permits per id are held at once, across every process that shares the
- * store. Acquisition fails fast unless `retries` are given.
+ * store. Acquisition fails fast unless `waitMs` (a fair queue) or `retries`
+ * (a bounded spin) are given.
  *
  * Two call forms: `semaphore(client, options)` and `semaphore({ client, ...options })`.
  * Without a client it runs on the embedded memory store (one process).
  *
  * @example
  * ```ts
- * import Redis from "ioredis";
+ * import { Redis } from "ioredis";
  * import { semaphore } from "leasehold";
  *
- * const slots = semaphore(new Redis(process.env.REDIS_URL), { limit: 20, leaseMs: 60_000 });
+ * const slots = semaphore(new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379"), { limit: 20, leaseMs: 60_000 });
  * const text = await slots.run("openai", (lease) => callModel({ signal: lease.signal }));
  * ```
  */
@@ -388,4 +394,21 @@ export function semaphore(options: SemaphoreOptions): Semaphore;
 export function semaphore(client: ClientInput, options: Omit<SemaphoreOptions, "client">): Semaphore;
 export function semaphore(...args: unknown[]): Semaphore {
   return new DistributedSemaphore(factoryOptions(args, "semaphore", FACTORY_OPTIONS));
+}
+
+/** The lease handle itself, as `run` hands it to its body: the public lease plus loss listeners and `lose()`. */
+type EngineLease = LeaseHandle & SemaphoreLease;
+
+/**
+ * A semaphore as the HTTP admission runs it: the same `run`, whose body is
+ * typed with the engine's lease handle (to follow and report a loss) rather
+ * than the public `SemaphoreLease`. Internal: not exported by the package.
+ */
+export interface SemaphoreEngine {
+  run<T>(id: string, fn: (lease: EngineLease) => T | PromiseLike<T>, options?: SemaphoreRunOptions): Promise<T>;
+}
+
+/** Creates a {@link SemaphoreEngine}; options are checked as `semaphore(options)` checks them. Internal. */
+export function semaphoreEngine(options: SemaphoreOptions): SemaphoreEngine {
+  return new DistributedSemaphore(factoryOptions([options], "semaphore", FACTORY_OPTIONS));
 }

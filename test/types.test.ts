@@ -1,15 +1,15 @@
 // Type-level tests: checked by `tsc --noEmit` inside `npm test`; at run time they only assert trivia.
 import express from "express";
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import { Cluster, Redis } from "ioredis";
 import { Valkey, Cluster as ValkeyCluster } from "iovalkey";
 import { createClient, createCluster } from "redis";
 import { createClient as createClient5, createCluster as createCluster5 } from "redis5";
 import { describe, expectTypeOf, it } from "vitest";
 import { lock as expressLock, semaphore as expressSemaphore } from "../integrations/express/index.js";
-import { lock as honoLock, semaphore as honoSemaphore } from "../integrations/hono/index.js";
+import { lock as honoLock, semaphore as honoSemaphore, type LeaseholdVariables } from "../integrations/hono/index.js";
 import { Lease as LeaseParam } from "../integrations/nestjs/index.js";
-import type { RequestLease } from "../src/http/admission.js";
+import type { RequestLease } from "../src/http/exchange.js";
 import {
   type Lease,
   type LockLease,
@@ -84,6 +84,19 @@ describe("types", () => {
       expectTypeOf(c.get("lease")).toEqualTypeOf<LockLease | undefined>();
       return c.text("ok");
     });
+  });
+
+  it("Hono: LeaseholdVariables types c.get('lease') on an app whose middleware is installed with app.use", () => {
+    const app = new Hono<{ Variables: LeaseholdVariables<SemaphoreLease> }>();
+    app.use("/chat/*", honoSemaphore("s", 2));
+    app.post("/chat/complete", (c) => {
+      expectTypeOf(c.get("lease")).toEqualTypeOf<SemaphoreLease | undefined>();
+      return c.text("ok");
+    });
+    expectTypeOf<LeaseholdVariables>().toEqualTypeOf<{ lease: RequestLease | undefined }>();
+    expectTypeOf<LeaseholdVariables<LockLease>["lease"]>().toEqualTypeOf<LockLease | undefined>();
+    // What the middleware declares is the same type, so the two never disagree.
+    expectTypeOf(honoLock("l")).toEqualTypeOf<MiddlewareHandler<{ Variables: LeaseholdVariables<LockLease> }>>();
   });
 
   it("NestJS: @Lease() is a parameter decorator", () => {

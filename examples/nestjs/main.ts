@@ -3,8 +3,15 @@
 import "reflect-metadata";
 import { Controller, HttpCode, Module, Param, Post, Req } from "@nestjs/common";
 import { NestFactory } from "@nestjs/core";
-import { Lease, LeaseholdModule, Lock, type NestRequest, Semaphore } from "../../integrations/nestjs/index.js";
-import type { LockLease, SemaphoreLease } from "../../src/index.js";
+import {
+  Lease,
+  LeaseholdModule,
+  Lock,
+  type LockLease,
+  type NestRequest,
+  Semaphore,
+  type SemaphoreLease,
+} from "../../integrations/nestjs/index.js";
 import { exampleClient, port } from "../client.js";
 
 const tenant = (req: NestRequest): string => req.headers["x-tenant-id"] ?? "anonymous";

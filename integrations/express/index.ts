@@ -1,7 +1,18 @@
+/**
+ * Express (4 and 5) middleware: `semaphore(name, limit, options)` and `lock(name, options)`.
+ *
+ * @module leasehold/express
+ */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
-import { Admission, type LockAdmissionOptions, type SemaphoreAdmissionOptions } from "../../src/http/admission.js";
-import { Exchange, type RequestLease } from "../../src/http/exchange.js";
+import { Admission } from "../../src/http/admission.js";
+import { Exchange, LeaseView, type RequestLease } from "../../src/http/exchange.js";
 import { reportHandlerEnd, sendRejection, watchNodeResponse } from "../../src/http/node-response.js";
+import {
+  type AdmissionRoute,
+  type LockAdmissionOptions,
+  parseAdmissionOptions,
+  type SemaphoreAdmissionOptions,
+} from "../../src/http/options.js";
 import type { Rejection } from "../../src/http/problem.js";
 
 declare global {
@@ -16,50 +27,54 @@ declare global {
   }
 }
 
-/** Replaces the default problem response of a refused request. */
+/**
+ * Replaces the default problem response of a refused request.
+ *
+ * @example
+ * ```ts
+ * const onRejected: ExpressOnRejected = (_req, res, rejection) => {
+ *   res.status(429).set(rejection.headers).json({ busy: rejection.problem.key, retryAfter: rejection.retryAfter });
+ * };
+ * ```
+ */
 export type ExpressOnRejected = (req: Request, res: Response, rejection: Rejection, next: NextFunction) => void;
 
-/** Options of the Express {@link semaphore} middleware. */
-export interface ExpressSemaphoreOptions extends SemaphoreAdmissionOptions<Request> {
-  /** Your own response to a refusal (default: the problem+json response). */
-  onRejected?: ExpressOnRejected;
-}
+/**
+ * Options of the Express {@link semaphore} middleware.
+ *
+ * @example
+ * ```ts
+ * const options: ExpressSemaphoreOptions = { client: redis, key: (req) => req.params.tenant ?? "shared", waitMs: 2_000 };
+ * ```
+ */
+export interface ExpressSemaphoreOptions extends SemaphoreAdmissionOptions<Request, ExpressOnRejected> {}
 
-/** Options of the Express {@link lock} middleware. */
-export interface ExpressLockOptions extends LockAdmissionOptions<Request> {
-  /** Your own response to a refusal (default: the problem+json response). */
-  onRejected?: ExpressOnRejected;
-}
+/**
+ * Options of the Express {@link lock} middleware.
+ *
+ * @example
+ * ```ts
+ * const options: ExpressLockOptions = { client: redis, key: (req) => String(req.params.id), ttlMs: 10_000 };
+ * ```
+ */
+export interface ExpressLockOptions extends LockAdmissionOptions<Request, ExpressOnRejected> {}
 
-function middleware(admission: Admission<Request>, options: { onRejected?: unknown } | undefined): RequestHandler {
-  const onRejected = options?.onRejected as ExpressOnRejected | undefined;
-  if (onRejected !== undefined && typeof onRejected !== "function") {
-    throw new TypeError("leasehold: `onRejected` must be a function (req, res, rejection, next).");
-  }
+function middleware(route: AdmissionRoute<Request, ExpressOnRejected>, where: string): RequestHandler {
+  const admission = new Admission(parseAdmissionOptions(route, where));
+  const { name, disconnectGraceMs, onRejected } = admission.config;
   return function leasehold(req: Request, res: Response, next: NextFunction): void {
-    const exchange = new Exchange(admission.disconnectGraceMs);
-    watchNodeResponse(res, exchange, admission, () => ({
-      key: req.lease?.key ?? admission.name,
-      limit: req.lease !== undefined && "limit" in req.lease ? req.lease.limit : 1,
-    }));
+    const exchange = new Exchange(name, disconnectGraceMs);
+    watchNodeResponse(res, exchange);
     // Express does not expose the handler's promise: ending the response is the sign its work is done.
     reportHandlerEnd(res, exchange);
     admission.admit(req, exchange).then((outcome) => {
-      switch (outcome.type) {
-        case "admitted":
-          req.lease = outcome.lease;
-          next();
-          return;
-        case "passed":
-          next();
-          return;
-        case "rejected":
-          if (onRejected !== undefined) onRejected(req, res, outcome.rejection, next);
-          else sendRejection(res, outcome.rejection);
-          return;
-        case "abandoned":
-          return;
-      }
+      if (outcome instanceof LeaseView) {
+        req.lease = outcome;
+        next();
+      } else if (outcome === "passed") next();
+      else if (outcome === "abandoned") return;
+      else if (onRejected !== undefined) onRejected(req, res, outcome, next);
+      else sendRejection(res, outcome);
     }, next);
   };
 }
@@ -78,7 +93,14 @@ function middleware(admission: Admission<Request>, options: { onRejected?: unkno
  * @example
  * ```ts
  * import { semaphore } from "leasehold/express";
- * app.post("/chat", semaphore("openai", 20, { client: redis, key: (req) => req.get("x-tenant-id") ?? "" }), async (req, res) => {
+ *
+ * // 20 calls in flight per tenant; a request without a tenant header is not limited per tenant.
+ * const perTenant = semaphore("openai", 20, {
+ *   client: redis,
+ *   skip: (req) => !req.get("x-tenant-id"),
+ *   key: (req) => req.get("x-tenant-id")!,
+ * });
+ * app.post("/chat", perTenant, async (req, res) => {
  *   res.json(await callModel(req.body, { signal: req.lease?.signal }));
  * });
  * ```
@@ -88,7 +110,7 @@ export function semaphore(
   limit: number | ((req: Request) => number),
   options?: ExpressSemaphoreOptions,
 ): RequestHandler {
-  return middleware(new Admission<Request>("semaphore", name, limit, options, "semaphore middleware", ["onRejected"]), options);
+  return middleware({ kind: "semaphore", name, limit, options }, "semaphore middleware");
 }
 
 /**
@@ -100,12 +122,13 @@ export function semaphore(
  * @example
  * ```ts
  * import { lock } from "leasehold/express";
- * app.post("/orders/:id/pay", lock("order", { client: redis, key: (req) => req.params.id }), pay);
+ * app.post("/orders/:id/pay", lock("order", { client: redis, key: (req) => String(req.params.id) }), pay);
  * ```
  */
 export function lock(name: string, options?: ExpressLockOptions): RequestHandler {
-  return middleware(new Admission<Request>("lock", name, undefined, options, "lock middleware", ["onRejected"]), options);
+  return middleware({ kind: "lock", name, options }, "lock middleware");
 }
 
-export { PROBLEM_TYPES, type ProblemDetails, type RejectionReason } from "../../src/http/problem.js";
+export { PROBLEM_TYPES, type ProblemDetails, type RejectionContext, type RejectionReason } from "../../src/http/problem.js";
+export type { LockLease, SemaphoreLease } from "../../src/lease.js";
 export type { Rejection, RequestLease };

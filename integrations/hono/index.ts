@@ -1,12 +1,42 @@
+/**
+ * Hono middleware: `semaphore(name, limit, options)` and `lock(name, options)`, on Node and fetch runtimes.
+ *
+ * @module leasehold/hono
+ */
 import type { ServerResponse } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { LeaseLostError } from "../../src/errors.js";
-import { Admission, type LockAdmissionOptions, type SemaphoreAdmissionOptions } from "../../src/http/admission.js";
-import { Exchange, type RequestLease } from "../../src/http/exchange.js";
+import { Admission } from "../../src/http/admission.js";
+import { Exchange, LeaseView, type RequestLease } from "../../src/http/exchange.js";
 import { watchNodeResponse } from "../../src/http/node-response.js";
-import { type Rejection, withoutStackTrace } from "../../src/http/problem.js";
+import {
+  type AdmissionRoute,
+  type LockAdmissionOptions,
+  parseAdmissionOptions,
+  type SemaphoreAdmissionOptions,
+} from "../../src/http/options.js";
+import { leaseLostRejection, type Rejection, withoutStackTrace } from "../../src/http/problem.js";
 import type { LockLease, SemaphoreLease } from "../../src/lease.js";
+import { holdBody } from "./body.js";
+
+/**
+ * What the middleware sets on the context, as hono's own middleware export
+ * theirs (`JwtVariables`): `c.get("lease")`, absent when the request was
+ * skipped or let through by `onStoreError: "fail-open"`. Routes registered
+ * with the middleware inline are typed already; declare it on the app when
+ * the middleware is installed with `app.use`.
+ *
+ * @example
+ * ```ts
+ * const app = new Hono<{ Variables: LeaseholdVariables<SemaphoreLease> }>();
+ * app.use("/chat/*", semaphore("openai", 20));
+ * app.post("/chat/complete", (c) => c.json({ heldBy: c.get("lease")?.key }));
+ * ```
+ */
+export type LeaseholdVariables<Lease extends RequestLease = RequestLease> = {
+  lease: Lease | undefined;
+};
 
 /**
  * What a refused request throws: an `HTTPException` whose `getResponse()` is
@@ -40,132 +70,121 @@ function problemResponse(rejection: Rejection): Response {
   return new Response(JSON.stringify(rejection.problem), { status: rejection.status, headers: rejection.headers });
 }
 
-/** Your own response to a refusal, instead of throwing `LeaseRejectedException`. */
+/**
+ * Your own response to a refusal, instead of throwing `LeaseRejectedException`.
+ *
+ * @example
+ * ```ts
+ * const onRejected: HonoOnRejected = (c, rejection) => c.json({ busy: rejection.problem.key }, 429);
+ * ```
+ */
 export type HonoOnRejected = (c: Context, rejection: Rejection) => Response | Promise<Response>;
 
-/** Options of the Hono {@link semaphore} middleware. */
-export interface HonoSemaphoreOptions extends SemaphoreAdmissionOptions<Context> {
-  onRejected?: HonoOnRejected;
-}
+/**
+ * Options of the Hono {@link semaphore} middleware.
+ *
+ * @example
+ * ```ts
+ * const options: HonoSemaphoreOptions = { client: redis, key: (c) => c.req.param("tenant") ?? "shared", waitMs: 2_000 };
+ * ```
+ */
+export interface HonoSemaphoreOptions extends SemaphoreAdmissionOptions<Context, HonoOnRejected> {}
 
-/** Options of the Hono {@link lock} middleware. */
-export interface HonoLockOptions extends LockAdmissionOptions<Context> {
-  onRejected?: HonoOnRejected;
-}
+/**
+ * Options of the Hono {@link lock} middleware.
+ *
+ * @example
+ * ```ts
+ * const options: HonoLockOptions = { client: redis, key: (c) => c.req.param("id")!, ttlMs: 10_000 };
+ * ```
+ */
+export interface HonoLockOptions extends LockAdmissionOptions<Context, HonoOnRejected> {}
 
 /** The Node response behind a request served by `@hono/node-server`, if any. */
 function nodeResponse(env: unknown): ServerResponse | undefined {
-  const outgoing = (env as { outgoing?: unknown } | undefined)?.outgoing;
+  if (typeof env !== "object" || env === null || !("outgoing" in env)) return undefined;
+  const outgoing = env.outgoing;
   return typeof outgoing === "object" && outgoing !== null && "writableFinished" in outgoing
     ? (outgoing as ServerResponse)
     : undefined;
 }
 
-/**
- * Off Node (Bun, Deno, Workers) there is no response object to watch: the
- * body stream is wrapped instead. Its end completes the response; its
- * cancellation means the client left.
- */
-function holdBody(res: Response, exchange: Exchange, key: string): Response {
-  if (res.body === null) {
-    exchange.responded();
-    return res;
-  }
-  const reader = res.body.getReader();
-  let stop: ((error: unknown) => void) | undefined;
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      stop = (error) => {
-        controller.error(error);
-        reader.cancel(error).catch(() => {});
-        exchange.responded();
-      };
-    },
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read();
-        if (done) {
-          controller.close();
-          exchange.responded();
-        } else {
-          controller.enqueue(value);
-        }
-      } catch (error) {
-        controller.error(error);
-        exchange.responded();
-      }
-    },
-    cancel(reason) {
-      exchange.clientGone(key);
-      return reader.cancel(reason);
-    },
-  });
-  exchange.onLost = (error) => stop?.(error);
-  return new Response(body, res);
+/** Cuts a response whose body was already being written when the lease was lost. */
+function cutResponse(this: Exchange): void {
+  this.response?.destroy();
 }
 
-function middleware(admission: Admission<Context>, options: { onRejected?: unknown } | undefined): MiddlewareHandler {
-  const onRejected = options?.onRejected as HonoOnRejected | undefined;
-  if (onRejected !== undefined && typeof onRejected !== "function") {
-    throw new TypeError("leasehold: `onRejected` must be a function (c, rejection) returning a Response.");
-  }
+/**
+ * Runs the handler, and settles with `undefined` when it settles, or with the
+ * LeaseLostError if the lease is lost first (the adapter then answers 503
+ * itself). The exchange hears when the handler's work ends, either way.
+ */
+function handle(exchange: Exchange, next: () => Promise<void>): Promise<LeaseLostError | undefined> {
+  exchange.workStarted();
+  return new Promise<LeaseLostError | undefined>((resolve, reject) => {
+    exchange.onLost = function lostFirst(error) {
+      resolve(error);
+    };
+    next().then(
+      () => {
+        exchange.workEnded();
+        resolve(undefined);
+      },
+      (error: unknown) => {
+        exchange.workEnded();
+        reject(error);
+      },
+    );
+  });
+}
+
+function middleware(route: AdmissionRoute<Context, HonoOnRejected>, where: string): MiddlewareHandler {
+  const admission = new Admission(parseAdmissionOptions(route, where));
+  const { name, disconnectGraceMs, onRejected } = admission.config;
   return async function leasehold(c, next) {
-    const exchange = new Exchange(admission.disconnectGraceMs);
+    const exchange = new Exchange(name, disconnectGraceMs);
     const outgoing = nodeResponse(c.env);
-    let current = { key: admission.name, limit: 1 };
-    if (outgoing !== undefined) watchNodeResponse(outgoing, exchange, admission, () => current);
+    if (outgoing !== undefined) watchNodeResponse(outgoing, exchange);
     else {
-      const signal = c.req.raw.signal;
+      // Off Node (Bun, Deno, Workers) the request's signal says the client left.
+      const signal: AbortSignal | undefined = c.req.raw.signal;
       // Already aborted (the client left during an earlier middleware): no event will come.
-      if (signal?.aborted) exchange.clientGone(current.key);
-      else signal?.addEventListener("abort", () => exchange.clientGone(current.key), { once: true });
+      if (signal?.aborted) exchange.clientGone();
+      else signal?.addEventListener("abort", () => exchange.clientGone(), { once: true });
     }
 
     const outcome = await admission.admit(c, exchange);
-    if (outcome.type === "rejected") {
-      if (onRejected !== undefined) return onRejected(c, outcome.rejection);
-      throw withoutStackTrace(() => new LeaseRejectedException(outcome.rejection));
-    }
-    if (outcome.type === "abandoned") return new Response(null, { status: 499 });
-    if (outcome.type === "passed") {
+    if (outcome === "passed") {
       await next();
       return;
     }
+    if (outcome === "abandoned") return new Response(null, { status: 499 });
+    if (!(outcome instanceof LeaseView)) {
+      if (onRejected !== undefined) return onRejected(c, outcome);
+      throw withoutStackTrace(() => new LeaseRejectedException(outcome));
+    }
 
-    const lease = outcome.lease;
-    current = { key: lease.key, limit: "limit" in lease ? lease.limit : 1 };
-    c.set("lease", lease);
-    // Until the handler has produced its response, a loss is answered with a 503 of our own.
-    const lostFirst = new Promise<LeaseLostError>((resolve) => {
-      exchange.onLost = resolve;
-    });
+    c.set("lease", outcome);
     // The permit covers the handler until it settles, even if its client left or we answered first.
-    exchange.workStarted();
-    const handling = next();
-    const workEnded = () => exchange.workEnded();
-    handling.then(workEnded, workEnded);
-    let handled: LeaseLostError | undefined;
+    let lost: LeaseLostError | undefined;
     try {
-      handled = await Promise.race([handling.then(() => undefined), lostFirst]);
+      lost = await handle(exchange, next);
     } catch (error) {
       if (outgoing === undefined) exchange.responded();
       throw error;
     }
-    if (handled !== undefined) {
+    if (lost !== undefined) {
       exchange.onLost = () => {};
       // The handler may have finished in the same turn; our answer replaces its response whole
       // (clearing first, so Hono does not merge the handler's headers into it).
       c.res = undefined;
-      c.res = problemResponse(admission.leaseLost(handled, current.key, current.limit));
+      c.res = problemResponse(leaseLostRejection(lost, exchange.id, exchange.limit));
       if (outgoing === undefined) exchange.responded();
       return;
     }
     // The response exists but its body may still be streaming: hold the lease until its last byte.
-    if (outgoing !== undefined) {
-      exchange.onLost = () => outgoing.destroy();
-    } else {
-      c.res = holdBody(c.res, exchange, current.key);
-    }
+    if (outgoing !== undefined) exchange.onLost = cutResponse;
+    else c.res = holdBody(c.res, exchange);
   };
 }
 
@@ -181,7 +200,14 @@ function middleware(admission: Admission<Context>, options: { onRejected?: unkno
  * @example
  * ```ts
  * import { semaphore } from "leasehold/hono";
- * app.post("/chat", semaphore("openai", 20, { client: redis, key: (c) => c.req.header("x-tenant-id") ?? "" }), async (c) => {
+ *
+ * // 20 calls in flight per tenant; a request without a tenant header is not limited per tenant.
+ * const perTenant = semaphore("openai", 20, {
+ *   client: redis,
+ *   skip: (c) => c.req.header("x-tenant-id") === undefined,
+ *   key: (c) => c.req.header("x-tenant-id")!,
+ * });
+ * app.post("/chat", perTenant, async (c) => {
  *   return c.json(await callModel(await c.req.json(), { signal: c.get("lease")?.signal }));
  * });
  * ```
@@ -190,8 +216,8 @@ export function semaphore(
   name: string,
   limit: number | ((c: Context) => number),
   options?: HonoSemaphoreOptions,
-): MiddlewareHandler<{ Variables: { lease: SemaphoreLease | undefined } }> {
-  return middleware(new Admission<Context>("semaphore", name, limit, options, "semaphore middleware", ["onRejected"]), options);
+): MiddlewareHandler<{ Variables: LeaseholdVariables<SemaphoreLease> }> {
+  return middleware({ kind: "semaphore", name, limit, options }, "semaphore middleware");
 }
 
 /**
@@ -201,15 +227,15 @@ export function semaphore(
  * @example
  * ```ts
  * import { lock } from "leasehold/hono";
- * app.post("/orders/:id/pay", lock("order", { client: redis, key: (c) => c.req.param("id") ?? "" }), pay);
+ * // A middleware does not know its route's path, so Hono types a parameter as possibly
+ * // undefined; on "/orders/:id/pay" it is always there.
+ * app.post("/orders/:id/pay", lock("order", { client: redis, key: (c) => c.req.param("id")! }), pay);
  * ```
  */
-export function lock(
-  name: string,
-  options?: HonoLockOptions,
-): MiddlewareHandler<{ Variables: { lease: LockLease | undefined } }> {
-  return middleware(new Admission<Context>("lock", name, undefined, options, "lock middleware", ["onRejected"]), options);
+export function lock(name: string, options?: HonoLockOptions): MiddlewareHandler<{ Variables: LeaseholdVariables<LockLease> }> {
+  return middleware({ kind: "lock", name, options }, "lock middleware");
 }
 
-export { PROBLEM_TYPES, type ProblemDetails, type RejectionReason } from "../../src/http/problem.js";
+export { PROBLEM_TYPES, type ProblemDetails, type RejectionContext, type RejectionReason } from "../../src/http/problem.js";
+export type { LockLease, SemaphoreLease } from "../../src/lease.js";
 export type { Rejection, RequestLease };

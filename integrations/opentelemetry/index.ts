@@ -1,7 +1,19 @@
+/**
+ * leasehold's events as OpenTelemetry metrics: `instrument()`.
+ *
+ * @module leasehold/opentelemetry
+ */
 import { type Attributes, type Meter, type MeterProvider, metrics } from "@opentelemetry/api";
 import { type ExportOptions, type MetricAttributes, watchEvents } from "../../src/metrics.js";
 
-/** Options of {@link instrument}. */
+/**
+ * Options of {@link instrument}.
+ *
+ * @example
+ * ```ts
+ * const options: InstrumentOptions = { meterProvider, track: [{ semaphore: slots, id: "openai" }] };
+ * ```
+ */
 export interface InstrumentOptions extends ExportOptions {
   /** The meter to record on. @default one from `meterProvider`, named "leasehold" */
   meter?: Meter;

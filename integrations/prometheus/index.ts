@@ -1,7 +1,19 @@
+/**
+ * leasehold's events as Prometheus metrics (prom-client): `collectMetrics()`.
+ *
+ * @module leasehold/prometheus
+ */
 import { Counter, register as defaultRegistry, Gauge, Histogram, type Registry } from "prom-client";
 import { type ExportOptions, watchEvents } from "../../src/metrics.js";
 
-/** Options of {@link collectMetrics}. */
+/**
+ * Options of {@link collectMetrics}.
+ *
+ * @example
+ * ```ts
+ * const options: PrometheusOptions = { registry: new Registry(), prefix: "api_leasehold_", track: [{ semaphore: slots, id: "openai" }] };
+ * ```
+ */
 export interface PrometheusOptions extends ExportOptions {
   /** @default prom-client's default registry */
   registry?: Registry;

@@ -1,14 +1,53 @@
 import type { ServerResponse } from "node:http";
 import type { LeaseLostError } from "../errors.js";
-import type { Admission } from "./admission.js";
 import type { Exchange } from "./exchange.js";
-import type { Rejection } from "./problem.js";
+import { leaseLostRejection, type Rejection } from "./problem.js";
 
 /** Writes a rejection as an `application/problem+json` response, with plain Node APIs (Express 4 and 5 alike). */
 export function sendRejection(res: ServerResponse, rejection: Rejection): void {
   res.statusCode = rejection.status;
   for (const [name, value] of Object.entries(rejection.headers)) res.setHeader(name, value);
   res.end(JSON.stringify(rejection.problem));
+}
+
+const EXCHANGE = Symbol("leasehold:exchange");
+const END = Symbol("leasehold:end");
+
+/**
+ * A response that reports to its exchange. The listeners below are shared
+ * functions reading the exchange from the response, and `on`, not `once`,
+ * attaches them: no closure or wrapper object per request, so nothing a
+ * request allocates here can be tenured by V8 and keep the rest alive.
+ */
+interface Reporting extends ServerResponse {
+  [EXCHANGE]: Exchange | undefined;
+  [END]: ((...args: unknown[]) => ServerResponse) | undefined;
+}
+
+// Every exchange on the response, innermost first: leasehold middlewares may be stacked on one route.
+function finished(this: Reporting): void {
+  for (let exchange: Exchange | undefined = this[EXCHANGE]; exchange !== undefined; exchange = exchange.outer) {
+    exchange.responded();
+  }
+}
+
+function closed(this: Reporting): void {
+  const done = this.writableFinished;
+  for (let exchange: Exchange | undefined = this[EXCHANGE]; exchange !== undefined; exchange = exchange.outer) {
+    if (done) exchange.responded();
+    else exchange.clientGone();
+  }
+}
+
+/** A lease lost before the response started is answered 503; during a body, the response is cut. */
+function answerLoss(this: Exchange, error: LeaseLostError): void {
+  const res = this.response;
+  if (res === undefined || this.gone) return;
+  if (res.headersSent || res.writableEnded) {
+    res.destroy(error);
+    return;
+  }
+  sendRejection(res, leaseLostRejection(error, this.id, this.limit));
 }
 
 /**
@@ -20,48 +59,38 @@ export function sendRejection(res: ServerResponse, rejection: Rejection): void {
  * client has left there is nobody to answer. Call before any await, so no
  * event is missed; a connection already closed counts as closing now.
  */
-export function watchNodeResponse<Req>(
-  res: ServerResponse,
-  exchange: Exchange,
-  admission: Admission<Req>,
-  current: () => { key: string; limit: number },
-): void {
-  const closed = () => {
-    if (res.writableFinished) exchange.responded();
-    else exchange.clientGone(current().key);
-  };
-  res.once("finish", () => exchange.responded());
-  res.once("close", closed);
+export function watchNodeResponse(res: ServerResponse, exchange: Exchange): void {
+  const reporting = res as Reporting;
+  exchange.response = res;
+  exchange.onLost = answerLoss;
+  const outer = reporting[EXCHANGE];
+  reporting[EXCHANGE] = exchange;
+  if (outer !== undefined) {
+    // Another leasehold middleware already listens to this response: its listeners serve both.
+    exchange.outer = outer;
+    if (res.destroyed) exchange.clientGone();
+    return;
+  }
+  res.on("finish", finished);
+  res.on("close", closed);
   // A client that left during an earlier step (an auth call, a body parser) emits nothing more:
   // without this the request would be admitted and its permit kept for a response nobody reads.
-  if (res.destroyed) closed();
-  exchange.onLost = (error: LeaseLostError) => {
-    if (exchange.gone) return;
-    if (res.headersSent || res.writableEnded) {
-      res.destroy(error);
-      return;
-    }
-    const { key, limit } = current();
-    sendRejection(res, admission.leaseLost(error, key, limit));
-  };
+  if (res.destroyed) closed.call(reporting);
 }
 
-const EXCHANGE = Symbol("leasehold:exchange");
-const END = Symbol("leasehold:end");
-
-/** A response whose `end` reports to its exchange: plain references on it, no closure per request. */
-interface Reporting extends ServerResponse {
-  [EXCHANGE]: Exchange;
-  [END]: (...args: unknown[]) => ServerResponse;
+function workEnded(res: Reporting): void {
+  for (let exchange: Exchange | undefined = res[EXCHANGE]; exchange !== undefined; exchange = exchange.outer) {
+    exchange.workEnded();
+  }
 }
 
 function reportingEnd(this: Reporting, ...args: unknown[]): ServerResponse {
-  this[EXCHANGE].workEnded();
-  return this[END].apply(this, args);
+  workEnded(this);
+  return (this[END] as (...args: unknown[]) => ServerResponse).apply(this, args);
 }
 
 function finishEndsWork(this: Reporting): void {
-  this[EXCHANGE].workEnded();
+  workEnded(this);
 }
 
 /**
@@ -69,13 +98,14 @@ function finishEndsWork(this: Reporting): void {
  * handler's work is taken to have ended when it ends the response. `end` is
  * wrapped on this response object only (`send`, `json`, `sendFile` and
  * pipes all call it), and `finish` counts too, should something bypass it.
- * Call before any await.
+ * Call after {@link watchNodeResponse}, before any await.
  */
 export function reportHandlerEnd(res: ServerResponse, exchange: Exchange): void {
-  exchange.workStarted();
   const reporting = res as Reporting;
-  reporting[EXCHANGE] = exchange;
+  exchange.workStarted();
+  // Wrapped once per response; a stacked middleware's exchange is reached through the chain.
+  if (reporting[END] !== undefined) return;
   reporting[END] = res.end as Reporting[typeof END];
   res.end = reportingEnd as ServerResponse["end"];
-  res.once("finish", finishEndsWork);
+  res.on("finish", finishEndsWork);
 }

@@ -1,9 +1,26 @@
-/** Why a request was not admitted (or lost its admission). */
+import type { LeaseLostError, NotAcquiredReason } from "../errors.js";
+
+/**
+ * Why a request was not admitted (or lost its admission).
+ *
+ * @example
+ * ```ts
+ * const onRejected: ExpressOnRejected = (_req, res, rejection) => {
+ *   res.status(rejection.reason === "store-unavailable" ? 503 : 429).set(rejection.headers).json(rejection.problem);
+ * };
+ * ```
+ */
 export type RejectionReason = "semaphore-full" | "lock-held" | "store-unavailable" | "lease-lost";
 
 /**
  * The `application/problem+json` body (RFC 9457) leasehold answers with,
  * plus the lease `key` and `limit`.
+ *
+ * @example
+ * ```ts
+ * const problem = (await response.json()) as ProblemDetails;
+ * if (problem.type === PROBLEM_TYPES["semaphore-full"]) await sleep(problem.retryAfter * 1000);
+ * ```
  */
 export interface ProblemDetails {
   type: string;
@@ -20,7 +37,41 @@ export interface ProblemDetails {
   store?: string;
 }
 
-/** A refused request: what to answer, in a form every adapter can send or replace. */
+/**
+ * What a refusal is about, before it is written as a response: what a
+ * `retryAfter` function is given, with leasehold's own estimate as
+ * `retryAfter`.
+ *
+ * @example
+ * ```ts
+ * semaphore("openai", 20, { retryAfter: (refusal) => (refusal.reason === "semaphore-full" ? refusal.retryAfter : 30) });
+ * ```
+ */
+export interface RejectionContext {
+  reason: RejectionReason;
+  status: number;
+  /** The lease id the request asked for. */
+  key: string;
+  /** The limit of that id (1 for a lock). */
+  limit: number;
+  /** Whole seconds until a retry is likely to succeed, at least 1. */
+  retryAfter: number;
+  /** The engine error behind it (`SemaphoreNotAcquiredError`, `LockNotAcquiredError`, `StoreUnavailableError`, a LeaseLost error). */
+  error: Error;
+}
+
+/**
+ * A refused request: what to answer, in a form every adapter can send or
+ * replace (`onRejected`).
+ *
+ * @example
+ * ```ts
+ * import { semaphore } from "leasehold/express";
+ * semaphore("openai", 20, {
+ *   onRejected: (_req, res, rejection) => void res.status(429).set(rejection.headers).json({ busy: rejection.problem.key }),
+ * });
+ * ```
+ */
 export interface Rejection {
   reason: RejectionReason;
   status: number;
@@ -55,26 +106,17 @@ export const PROBLEM_TYPES: Record<RejectionReason, string> = {
   "lease-lost": "urn:leasehold:problem:lease-lost",
 };
 
-export function rejection(
-  reason: RejectionReason,
-  status: number,
-  key: string,
-  limit: number,
-  retryAfter: number,
-  detail: string,
-  error: Error,
-  store?: string,
-): Rejection {
-  const problem: ProblemDetails = {
-    type: PROBLEM_TYPES[reason],
-    title: TITLES[reason],
-    status,
-    detail,
-    key,
-    limit,
-    retryAfter,
-    ...(store === undefined ? {} : { store }),
-  };
+/** Everything a rejection is made of: its context, the sentence that explains it, and the failed store's kind. */
+export interface RejectionParts extends RejectionContext {
+  detail: string;
+  store?: string | undefined;
+}
+
+/** Builds a rejection, once: its body, headers and fields all from the same parts. */
+export function rejection(parts: RejectionParts): Rejection {
+  const { reason, status, key, limit, retryAfter, detail, error, store } = parts;
+  const problem: ProblemDetails = { type: PROBLEM_TYPES[reason], title: TITLES[reason], status, detail, key, limit, retryAfter };
+  if (store !== undefined) problem.store = store;
   return {
     reason,
     status,
@@ -83,6 +125,44 @@ export function rejection(
     problem,
     error,
   };
+}
+
+/** Why a full semaphore or a held lock refused, for the `detail` sentence. */
+function after(reason: NotAcquiredReason): string {
+  if (reason === "queue-full") return " and its queue is full";
+  if (reason === "wait-timeout") return " and none freed within the wait";
+  return "";
+}
+
+/** The sentence of a refusal by a full semaphore or a held lock. */
+export function refusalDetail(
+  kind: "semaphore" | "lock",
+  key: string,
+  limit: number,
+  reason: NotAcquiredReason,
+  retryAfter: number,
+): string {
+  return kind === "semaphore"
+    ? `All ${limit} permits of "${key}" are in use${after(reason)}; retry after ${retryAfter} s.`
+    : `"${key}" is locked by another request${after(reason)}; retry after ${retryAfter} s.`;
+}
+
+/** The sentence of a refusal because the store could not be reached. */
+export function storeDownDetail(store: string, key: string): string {
+  return `The ${store} store behind "${key}" could not be reached, so the request was refused rather than admitted without a limit.`;
+}
+
+/** The answer to a request whose lease was lost before its response started. */
+export function leaseLostRejection(error: LeaseLostError, key: string, limit: number): Rejection {
+  return rejection({
+    reason: "lease-lost",
+    status: 503,
+    key,
+    limit,
+    retryAfter: 1,
+    detail: `The permit on "${key}" was lost before the response started, so the request was stopped rather than run over the limit.`,
+    error,
+  });
 }
 
 /**

@@ -540,9 +540,9 @@ async function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {
  *
  * @example
  * ```ts
- * import Redis from "ioredis";
+ * import { Redis } from "ioredis";
  * import { redisStore, semaphore } from "leasehold";
- * const store = redisStore(new Redis(process.env.REDIS_URL), { timeoutMs: 500 });
+ * const store = redisStore(new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379"), { timeoutMs: 500 });
  * const slots = semaphore({ client: store, limit: 20 });
  * ```
  */

@@ -35,7 +35,7 @@ export interface QueueOptions {
  * A tenant's share of a semaphore id, as one call asks for it: at most
  * `limit` permits held by the tenant at once, and at most `maxQueue` of its
  * callers waiting (0: no bound of its own). The tenant itself travels in the
- * lease token (`<random>@<tenant>`, see {@link tenantOf}), so that every later
+ * lease token (`<random>@<tenant>`: what follows its first `@`), so that every later
  * call on the lease (extend, release, leave) counts against it without saying so.
  */
 export interface TenantOptions {

@@ -1,23 +1,30 @@
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
-import { request as httpRequest } from "node:http";
+import { createServer, request as httpRequest } from "node:http";
+import { createAdaptorServer } from "@hono/node-server";
+import express from "express";
+import { type Context, Hono } from "hono";
+import type { HTTPException } from "hono/http-exception";
 import { Redis } from "ioredis";
 import request from "supertest";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { lock as expressLock, semaphore as expressSemaphore } from "../../integrations/express/index.js";
 import { lock as honoLock, semaphore as honoSemaphore } from "../../integrations/hono/index.js";
+import { Semaphore } from "../../integrations/nestjs/index.js";
 import {
   CHANNELS,
   ClientAbortedError,
   type LostEvent,
+  memoryStore,
   type ReleasedEvent,
   redisStore,
   SemaphoreLeaseLostError,
   type Store,
   StoreUnavailableError,
   semaphore,
+  ValidationError,
 } from "../../src/index.js";
 import { freePort } from "../support/redis-server.js";
-import { eventually, spyStore, storesUnderTest } from "../support/stores.js";
+import { eventually, gate, spyStore, storesUnderTest } from "../support/stores.js";
 import { expressHarness } from "./express-app.js";
 import { Control, type Harness, pause, type RunningApp } from "./harness.js";
 import { honoHarness } from "./hono-app.js";
@@ -513,6 +520,52 @@ describe.each(harnesses)("$name adapter", (harness) => {
   });
 });
 
+describe("stacked middlewares on one route (a limit per route, and one per tenant)", () => {
+  const frameworks = [
+    [
+      "Express",
+      (store: Store, opened: Promise<void>) => {
+        const app = express();
+        const per = { client: store, key: (req: express.Request) => req.get("x-tenant") ?? "none" };
+        app.get("/", expressSemaphore("route", 2, { client: store }), expressSemaphore("tenant", 1, per), async (_req, res) => {
+          await opened;
+          res.end("done");
+        });
+        return createServer(app);
+      },
+    ],
+    [
+      "Hono",
+      (store: Store, opened: Promise<void>) => {
+        const app = new Hono();
+        const per = { client: store, key: (c: Context) => c.req.header("x-tenant") ?? "none" };
+        app.get("/", honoSemaphore("route", 2, { client: store }), honoSemaphore("tenant", 1, per), async (c) => {
+          await opened;
+          return c.text("done");
+        });
+        app.onError((error, c) => ("getResponse" in error ? (error as HTTPException).getResponse() : c.text("error", 500)));
+        return createAdaptorServer({ fetch: app.fetch });
+      },
+    ],
+  ] as const;
+
+  it.each(frameworks)("%s: each holds its permit while the handler works and returns it after", async (_, serve) => {
+    const store = memoryStore();
+    const { opened, open } = gate();
+    const server = serve(store, opened);
+    const slots = semaphore({ client: store, limit: 2 });
+    const first = request(server)
+      .get("/")
+      .set("x-tenant", "a")
+      .then((res) => res);
+    await eventually(async () => (await slots.count("route")) === 1 && (await slots.count("tenant:a")) === 1);
+    expect((await request(server).get("/").set("x-tenant", "a")).status).toBe(503);
+    open();
+    expect((await first).text).toBe("done");
+    await eventually(async () => (await slots.count("route")) === 0 && (await slots.count("tenant:a")) === 0);
+  });
+});
+
 describe("adapter options are validated when the middleware is created", () => {
   const cases: [string, () => unknown, RegExp][] = [
     ["Express limit 0", () => expressSemaphore("x", 0), /`limit` must be an integer of at least 1/],
@@ -553,6 +606,17 @@ describe("adapter options are validated when the middleware is created", () => {
   ];
   it.each(cases)("%s", (_, create, message) => {
     expect(create).toThrow(message);
+  });
+
+  it("an onRejected that is not a function is a ValidationError naming the option, in every adapter", () => {
+    for (const create of [
+      () => expressSemaphore("x", 1, { onRejected: "503" as never }),
+      () => honoLock("x", { onRejected: 503 as never }),
+      () => Semaphore("x", 1, { onRejected: {} as never }),
+    ]) {
+      expect(create).toThrow(ValidationError);
+      expect(create).toThrow(/`onRejected` must be a function/);
+    }
   });
 
   it("a bad disconnectGraceMs is a ValidationError naming the option", () => {

@@ -4,7 +4,7 @@ import { type Context, Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { stream } from "hono/streaming";
 import { lock, semaphore } from "../../integrations/hono/index.js";
-import type { RequestLease } from "../../src/http/admission.js";
+import type { RequestLease } from "../../src/http/exchange.js";
 import type { Store } from "../../src/index.js";
 import { type Control, type Harness, listen } from "./harness.js";
 

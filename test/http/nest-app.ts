@@ -25,7 +25,7 @@ import { APP_FILTER, HttpAdapterHost, NestFactory } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
 import { FastifyAdapter } from "@nestjs/platform-fastify";
 import { Lease, LeaseholdModule, Lock, type NestRequest, Semaphore } from "../../integrations/nestjs/index.js";
-import type { RequestLease } from "../../src/http/admission.js";
+import type { RequestLease } from "../../src/http/exchange.js";
 import type { Store } from "../../src/index.js";
 import { type Control, connectionsOf, type Harness, type RunningApp } from "./harness.js";
 

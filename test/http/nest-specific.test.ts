@@ -27,13 +27,15 @@ import {
   Lease,
   LeaseholdGuard,
   LeaseholdModule,
+  type LeaseholdModuleOptions,
+  type LeaseholdOptionsFactory,
   LeaseRejectedException,
   Lock,
   type NestRequest,
   Semaphore,
 } from "../../integrations/nestjs/index.js";
-import type { RequestLease } from "../../src/http/admission.js";
-import { memoryStore, semaphore, ValidationError } from "../../src/index.js";
+import type { RequestLease } from "../../src/http/exchange.js";
+import { memoryStore, type Store, semaphore, ValidationError } from "../../src/index.js";
 import { eventually, gate, spyStore } from "../support/stores.js";
 import type { RunningApp } from "./harness.js";
 import { listenNest } from "./nest-app.js";
@@ -193,6 +195,37 @@ describe.each(["express", "fastify"] as const)("NestJS specifics on %s", (platfo
     gates.stuck.open();
   });
 
+  it("forRootAsync makes the options with a class it instantiates (useClass) or one another module provides (useExisting)", async () => {
+    const { store, calls } = spyStore(memoryStore());
+    const STORE = Symbol("store");
+    @Injectable()
+    class LeaseholdConfig implements LeaseholdOptionsFactory {
+      static made = 0;
+      constructor(@Inject(STORE) private readonly client: Store) {
+        LeaseholdConfig.made++;
+      }
+      createLeaseholdOptions(): LeaseholdModuleOptions {
+        return { client: this.client };
+      }
+    }
+    @Module({ providers: [{ provide: STORE, useValue: store }, LeaseholdConfig], exports: [STORE, LeaseholdConfig] })
+    class ConfigModule {}
+
+    for (const made of [
+      LeaseholdModule.forRootAsync({ imports: [ConfigModule], useClass: LeaseholdConfig }),
+      LeaseholdModule.forRootAsync({ imports: [ConfigModule], useExisting: LeaseholdConfig }),
+    ]) {
+      const before = calls.semaphoreAcquire;
+      await start([made]);
+      const res = await request(running.url).get("/scoped/inherits");
+      expect(res.body).toEqual({ key: "class-wide" });
+      expect(calls.semaphoreAcquire).toBe(before + 1);
+      await running.close();
+    }
+    // useClass made its own; useExisting reused the one ConfigModule had made.
+    expect(LeaseholdConfig.made).toBe(3);
+  });
+
   it("an SSE stream keeps its permit until the last event", async () => {
     const store = memoryStore();
     await start([LeaseholdModule.forRootAsync({ useFactory: async () => ({ client: store }) })]);
@@ -239,6 +272,18 @@ describe("NestJS guard outside HTTP", () => {
     class AppModule {}
     const created = NestFactory.create(AppModule, new ExpressAdapter(), { logger: false, abortOnError: false });
     await expect(created).rejects.toThrow(/must not contain ":"/);
+  });
+
+  it("forRootAsync takes exactly one of useFactory, useClass and useExisting", () => {
+    class Options implements LeaseholdOptionsFactory {
+      createLeaseholdOptions(): LeaseholdModuleOptions {
+        return {};
+      }
+    }
+    expect(() => LeaseholdModule.forRootAsync({})).toThrow(ValidationError);
+    expect(() => LeaseholdModule.forRootAsync({ useFactory: () => ({}), useClass: Options })).toThrow(
+      /exactly one of useFactory, useClass or useExisting, got 2/,
+    );
   });
 
   it("bad decorator options throw when the class is defined, not on the first request", () => {

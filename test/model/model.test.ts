@@ -31,7 +31,7 @@ interface Caller {
   maxQueue: number;
   queued: boolean;
   /** A tenant, with its cap and queue bound as this caller passes them (absent: no tenant). */
-  tenant?: { name: string; limit: number; maxQueue: number };
+  tenant?: { name: string; limit: number; maxQueue: number } | undefined;
 }
 
 /** Tenant names, odd ones included: the tenant is what follows a token's first '@'. */

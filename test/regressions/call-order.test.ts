@@ -26,7 +26,7 @@ describe.each(storesUnderTest)("calls issued in one turn on the $name store", ({
   it("a fail-fast acquire issued before a queued one gets the free permit (another process set the marker)", async () => {
     const prefix = uniquePrefix();
     // Two processes: one holds a heavy lease (which sets the marker), the other has never seen the id.
-    const [first, second]: Store[] =
+    const [first, second]: [Store, Store] =
       name === "memory"
         ? (() => {
             const s = make();

@@ -26,6 +26,13 @@ interface Command {
   leaseMs?: number;
 }
 
+/** The options a command gave: absent ones are left out, not passed as undefined. */
+function given<T extends Record<string, unknown>>(options: T): { [K in keyof T]?: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as {
+    [K in keyof T]?: Exclude<T[K], undefined>;
+  };
+}
+
 async function run(command: Command): Promise<void> {
   const body = async (lease: { signal: AbortSignal; token: string; fence: number }) => {
     emit({ event: "enter", label: command.label, token: lease.token, fence: lease.fence });
@@ -34,13 +41,14 @@ async function run(command: Command): Promise<void> {
   };
   try {
     if (command.kind === "lock") {
-      await lock({ client: store, prefix: command.prefix }).run(command.id, body, {
-        waitMs: command.waitMs,
-        ttlMs: command.leaseMs,
-      });
+      await lock({ client: store, prefix: command.prefix }).run(
+        command.id,
+        body,
+        given({ waitMs: command.waitMs, ttlMs: command.leaseMs }),
+      );
     } else {
       const slots = semaphore({ client: store, prefix: command.prefix, limit: command.limit ?? 1 });
-      await slots.run(command.id, body, { waitMs: command.waitMs, leaseMs: command.leaseMs });
+      await slots.run(command.id, body, given({ waitMs: command.waitMs, leaseMs: command.leaseMs }));
     }
     emit({ event: "done", label: command.label });
   } catch (error) {

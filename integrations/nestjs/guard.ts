@@ -1,0 +1,142 @@
+import type { ServerResponse } from "node:http";
+import {
+  type CallHandler,
+  type CanActivate,
+  type ExecutionContext,
+  HttpException,
+  Inject,
+  Injectable,
+  type NestInterceptor,
+  Optional,
+} from "@nestjs/common";
+import { HttpAdapterHost, Reflector } from "@nestjs/core";
+import { finalize, type Observable } from "rxjs";
+import { Admission } from "../../src/http/admission.js";
+import { Exchange, LeaseView } from "../../src/http/exchange.js";
+import { watchNodeResponse } from "../../src/http/node-response.js";
+import { given, parseAdmissionOptions } from "../../src/http/options.js";
+import { type Rejection, withoutStackTrace } from "../../src/http/problem.js";
+import {
+  ADMITTED,
+  EXCHANGE,
+  LEASEHOLD_OPTIONS,
+  type LeaseholdModuleOptions,
+  MODULE_DEFAULTS,
+  type NestOnRejected,
+  type NestRequest,
+  ROUTE,
+  type Route,
+  whereOf,
+} from "./options.js";
+
+/**
+ * The rejection a guarded route throws: an `HttpException` whose response is
+ * the problem+json body, so the app's exception filters apply. Retry-After
+ * and Content-Type are already set on the response.
+ *
+ * @example
+ * ```ts
+ * @Catch(LeaseRejectedException)
+ * class BusyFilter implements ExceptionFilter {
+ *   catch(error: LeaseRejectedException, host: ArgumentsHost) { ... error.rejection.retryAfter ... }
+ * }
+ * ```
+ */
+export class LeaseRejectedException extends HttpException {
+  readonly rejection: Rejection;
+
+  constructor(rejection: Rejection) {
+    super(rejection.problem, rejection.status, { cause: rejection.error, description: rejection.problem.title });
+    this.rejection = rejection;
+  }
+}
+
+/**
+ * Guards a route with its `@Semaphore`/`@Lock`: runs before interceptors and
+ * pipes, holds the lease until the response has finished and (with
+ * {@link LeaseholdInterceptor}, which the decorators install with it) the
+ * handler is done, and puts it on the request for `@Lease()`. Alone, it holds
+ * the lease until the response finishes, or `disconnectGraceMs` after a
+ * disconnect. Non-HTTP contexts (microservices, websockets) pass through
+ * unguarded.
+ *
+ * @example
+ * ```ts
+ * // Installed by @Semaphore/@Lock; apply it yourself only to reuse a route's metadata:
+ * @UseGuards(LeaseholdGuard)
+ * ```
+ */
+@Injectable()
+export class LeaseholdGuard implements CanActivate {
+  readonly #admissions = new WeakMap<Route, Admission<NestRequest, NestOnRejected>>();
+
+  constructor(
+    @Inject(Reflector) protected readonly reflector: Reflector,
+    @Inject(HttpAdapterHost) protected readonly adapterHost: HttpAdapterHost,
+    @Optional() @Inject(LEASEHOLD_OPTIONS) protected readonly moduleOptions: LeaseholdModuleOptions = {},
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    if (context.getType() !== "http") return true;
+    const route = this.reflector.getAllAndOverride<Route | undefined>(ROUTE, [context.getHandler(), context.getClass()]);
+    if (route === undefined) return true;
+    const http = context.switchToHttp();
+    const request = http.getRequest();
+    const response = http.getResponse();
+    // A class and a method decorator both install this guard: admit once.
+    if (request[ADMITTED] === true) return true;
+    request[ADMITTED] = true;
+
+    const admission = this.#admissionFor(route);
+    const raw: ServerResponse = response.raw ?? response;
+    const exchange = new Exchange(admission.config.name, admission.config.disconnectGraceMs);
+    request[EXCHANGE] = exchange;
+    watchNodeResponse(raw, exchange);
+
+    const outcome = await admission.admit(request, exchange);
+    if (outcome instanceof LeaseView) {
+      request.lease = outcome;
+      return true;
+    }
+    if (outcome === "passed") return true;
+    if (outcome === "abandoned") return false;
+    const adapter = this.adapterHost.httpAdapter;
+    for (const [name, value] of Object.entries(outcome.headers)) adapter.setHeader(response, name, value);
+    throw admission.config.onRejected?.(outcome, request) ?? withoutStackTrace(() => new LeaseRejectedException(outcome));
+  }
+
+  /** One admission per decorated route and app: options merged over the module's defaults. */
+  #admissionFor(route: Route): Admission<NestRequest, NestOnRejected> {
+    let admission = this.#admissions.get(route);
+    if (admission === undefined) {
+      admission = new Admission(parseAdmissionOptions(route, whereOf(route), given(this.moduleOptions, MODULE_DEFAULTS)));
+      this.#admissions.set(route, admission);
+    }
+    return admission;
+  }
+}
+
+/**
+ * Tells the guard's exchange when the handler is done (its observable
+ * completed, failed or was unsubscribed), so the permit covers handlers that
+ * work on after the response, or after their client left. `@Semaphore` and
+ * `@Lock` install it with the guard; a request without it is held until its
+ * response finishes (or `disconnectGraceMs` after a disconnect).
+ *
+ * @example
+ * ```ts
+ * // Installed by @Semaphore/@Lock; apply it yourself only next to the guard:
+ * @UseGuards(LeaseholdGuard)
+ * @UseInterceptors(LeaseholdInterceptor)
+ * ```
+ */
+@Injectable()
+export class LeaseholdInterceptor implements NestInterceptor {
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const exchange: Exchange | undefined =
+      context.getType() === "http" ? context.switchToHttp().getRequest()[EXCHANGE] : undefined;
+    // A class and a method decorator both install it: the outermost reports.
+    if (exchange === undefined || !exchange.workStarted()) return next.handle();
+    return next.handle().pipe(finalize(() => exchange.workEnded()));
+  }
+}
