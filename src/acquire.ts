@@ -280,6 +280,7 @@ function waitLocally(
       if (done) return false;
       done = true;
       foregroundTimers.cancel(timer);
+      foregroundTimers.cancel(backup);
       signal?.removeEventListener("abort", aborted);
       return true;
     };
@@ -287,6 +288,17 @@ function waitLocally(
       if (!end()) return;
       store.leaveNow(kind, key, token);
       reject(signal?.reason);
+    };
+    // A holder whose lease lapses (it stalled, or stopped renewing) frees its permit only when
+    // something looks: look when the nearest lease ends, and again then if it was renewed.
+    let backup: Due | undefined;
+    const lookAt = (retryAfterMs: number): void => {
+      backup = foregroundTimers.at(performance.now() + retryAfterMs, () => {
+        backup = undefined;
+        if (done) return;
+        const next = store.settleNow(kind, key);
+        if (!done) lookAt(next);
+      });
     };
     const sentAt = performance.now();
     const join = {
@@ -313,6 +325,7 @@ function waitLocally(
       store.leaveNow(kind, key, token);
       resolve(refused(ops, reply.retryAfterMs, "wait-timeout", startedAt));
     });
+    lookAt(reply.retryAfterMs);
     signal?.addEventListener("abort", aborted, { once: true });
   }).then((outcome) => ("at" in outcome ? acquired(ops, store, token, outcome, outcome.at, startedAt) : outcome));
 }

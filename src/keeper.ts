@@ -135,6 +135,7 @@ class Keeping {
     private readonly lease: LeaseHandle,
     private readonly options: KeepOptions,
   ) {
+    lease.kept = true;
     this.#schedule();
   }
 

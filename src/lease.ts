@@ -3,6 +3,7 @@ import { channels, type LostEvent, type ReleasedEvent, type Subject } from "./ev
 import { isMemoryStore } from "./store/memory.js";
 import type { Store } from "./store/types.js";
 import { bounded, isFlag } from "./store-call.js";
+import { backgroundTimers, type Due } from "./timers.js";
 import { positiveMs } from "./validate.js";
 
 /**
@@ -122,6 +123,12 @@ export class LeaseHandle implements Lease {
   #released = false;
   /** The holder's release, in flight or answered; undefined again if the store did not answer it. */
   #releasing: Promise<boolean> | undefined;
+  /**
+   * Set by `run`'s keeper, which watches the deadline itself. A lease from
+   * `acquire` is watched here instead, once someone listens for its loss.
+   */
+  kept = false;
+  #watch: Due | undefined;
 
   /**
    * `until`, for a lease handed off from the queue without a claim: the
@@ -242,6 +249,7 @@ export class LeaseHandle implements Lease {
     if (this.#controller === undefined) {
       this.#controller = new AbortController();
       if (this.#lost !== undefined) this.#controller.abort(this.#lost);
+      else this.#watchDeadline();
     }
     return this.#controller.signal;
   }
@@ -252,7 +260,29 @@ export class LeaseHandle implements Lease {
     else {
       this.#onLose ??= [];
       this.#onLose.push(listener);
+      this.#watchDeadline();
     }
+  }
+
+  /**
+   * A lease nobody renews lapses at its deadline: its holder is told then
+   * (the store may already have granted the permit to someone else), not at
+   * its next call. One shared timer per millisecond; armed only once someone
+   * listens, so a short lease that is never asked pays nothing.
+   */
+  #watchDeadline(): void {
+    if (this.kept || this.#watch !== undefined || this.#released || this.#lost !== undefined) return;
+    if (performance.now() >= this.deadline) {
+      this.lose();
+      return;
+    }
+    this.#watch = backgroundTimers.at(this.deadline, () => {
+      this.#watch = undefined;
+      if (this.kept || this.#released || this.#lost !== undefined) return;
+      // Extended meanwhile: watch the new deadline.
+      if (performance.now() < this.deadline) this.#watchDeadline();
+      else this.lose();
+    });
   }
 
   /** The LeaseLost error once the lease is known to be gone, else undefined. */

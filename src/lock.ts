@@ -55,7 +55,8 @@ export interface Lock {
   /**
    * Takes the lock on `id`, or resolves `null` when someone else holds it
    * (after any retries). Not renewed in the background: call `extend()` if
-   * the work can outlive `ttlMs`, and always `release()`.
+   * the work can outlive `ttlMs`, and always `release()`. Its `signal`
+   * aborts when its end passes without an `extend()`.
    */
   acquire(id: string, options?: LockAcquireOptions): Promise<LockLease | null>;
   /**

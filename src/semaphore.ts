@@ -74,7 +74,8 @@ export interface Semaphore {
   /**
    * Takes permits on `id`, or resolves `null` when they are all taken (after
    * any retries). The lease is not renewed in the background: call
-   * `extend()` if the work can outlive it, and always `release()`.
+   * `extend()` if the work can outlive it, and always `release()`. Its
+   * `signal` aborts when its end passes without an `extend()`.
    */
   acquire(id: string, options?: SemaphoreAcquireOptions): Promise<SemaphoreLease | null>;
   /**

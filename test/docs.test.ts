@@ -29,6 +29,8 @@ declare global {
   function charge(what: unknown, options?: { signal?: AbortSignal | undefined }): Promise<void>;
   function work(input?: unknown): Promise<void>;
   function build(options: { signal: AbortSignal }): Promise<unknown>;
+  function computeTotal(id: number, options?: { signal?: AbortSignal | undefined }): Promise<number>;
+  const db: { query(sql: string, values: unknown[]): Promise<{ rowCount: number | null }> };
 }
 export {};
 `;

@@ -276,6 +276,12 @@ export interface LocalStore extends Store {
     tenant?: TenantOptions,
   ): AcquireReply;
   leaveNow(kind: Kind, key: string, token: string): void;
+  /**
+   * Reclaims lapsed leases and grants the waiters they make room for (a lease
+   * that lapses frees nothing by itself: this is the call at its end); returns
+   * the ms until the nearest lease ends, when to look again.
+   */
+  settleNow(kind: Kind, key: string): number;
   extendNow(kind: Kind, key: string, token: string, leaseMs: number): boolean;
   releaseNow(kind: Kind, key: string, token: string): boolean;
 }
@@ -478,6 +484,22 @@ class MemoryStore implements LocalStore {
     return kind === "semaphore"
       ? this.#semaphoreAcquire(key, token, limit, weight, join.leaseMs, undefined, join, tenant)
       : this.#lockAcquire(key, token, join.leaseMs, undefined, join);
+  }
+
+  settleNow(kind: Kind, key: string): number {
+    const now = this.clock.now();
+    if (kind === "lock") {
+      const state = this.#locks.get(key);
+      if (state === undefined) return 1;
+      this.#settleLock(key, state, now);
+      return lockNext(state, now);
+    }
+    const state = this.#semaphores.get(key);
+    if (state === undefined) return 1;
+    holdersPrune(state, now);
+    queuePrune(state.queue, now);
+    this.#grantSemaphore(key, state, now);
+    return holdersNext(state, now);
   }
 
   leaveNow(kind: Kind, key: string, token: string): void {

@@ -23,9 +23,9 @@ export interface LoadProcess {
   killedAt?: bigint;
 }
 
-/** Starts a load worker (load-worker.ts) with the given settings. */
-export function startLoad(env: Record<string, string | number>): LoadProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", "test/faults/load-worker.ts"], {
+/** Starts a load worker (load-worker.ts, or another worker that logs the same way) with the given settings. */
+export function startLoad(env: Record<string, string | number>, worker = "test/faults/load-worker.ts"): LoadProcess {
+  const child = spawn(process.execPath, ["--import", "tsx", worker], {
     env: { ...process.env, ...Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)])) },
     stdio: ["ignore", "pipe", "inherit"],
   });

@@ -1,0 +1,56 @@
+import { describe, expect, it } from "vitest";
+import { LockLeaseLostError, lock, memoryStore, redisStore, SemaphoreLeaseLostError, semaphore } from "../../src/index.js";
+import { newRedis, uniquePrefix } from "../support/redis.js";
+
+// Found by the fencing example: a holder that stalls past its lease without releasing.
+// 1. On the embedded store, a waiter of the same process behind it waited for its whole waitMs:
+//    a lapsing lease frees nothing by itself, and nothing looked when it lapsed.
+// 2. A lease from `acquire` (no `run` renewing it) never aborted its signal: its holder was not
+//    told it had lost the lease, even when it asked after the fact.
+const stores = [
+  { name: "memory", make: () => memoryStore() },
+  { name: "redis", make: () => redisStore(newRedis()) },
+];
+
+describe.each(stores)("a lease that lapses without being released ($name)", ({ make }) => {
+  it("hands its permit to the next waiter when it ends, not when the waiter's wait runs out", async () => {
+    const client = make();
+    const prefix = uniquePrefix();
+    const slots = semaphore({ client, limit: 1, prefix: `${prefix}-s`, leaseMs: 200 });
+    const locks = lock({ client, prefix: `${prefix}-l`, ttlMs: 200 });
+    const stalled = [await slots.acquire("k"), await locks.acquire("k")];
+    expect(stalled.every((lease) => lease !== null)).toBe(true);
+    const [permit, owned] = await Promise.all([slots.acquire("k", { waitMs: 20_000 }), locks.acquire("k", { waitMs: 20_000 })]);
+    // Granted around the stalled leases' end (200 ms), far from the 20 s wait.
+    expect(permit?.waitedMs).toBeGreaterThanOrEqual(150);
+    expect(permit?.waitedMs).toBeLessThan(10_000);
+    expect(owned?.waitedMs).toBeGreaterThanOrEqual(150);
+    expect(owned?.waitedMs).toBeLessThan(10_000);
+    await permit?.release();
+    await owned?.release();
+  });
+
+  it("an acquired lease that is not extended aborts its signal at its end; an extended one does not", async () => {
+    const client = make();
+    const prefix = uniquePrefix();
+    const slots = semaphore({ client, limit: 2, prefix: `${prefix}-s`, leaseMs: 600 });
+    const locks = lock({ client, prefix: `${prefix}-l`, ttlMs: 600 });
+    const idle = await slots.acquire("k");
+    const kept = await slots.acquire("k");
+    const owned = await locks.acquire("k");
+    const aborted = new Promise((resolve) => idle?.signal.addEventListener("abort", () => resolve(idle.signal.reason)));
+    const renewals = setInterval(() => void kept?.extend(), 100);
+    try {
+      expect(await aborted).toBeInstanceOf(SemaphoreLeaseLostError);
+      expect(kept?.signal.aborted).toBe(false);
+      // Asked only after its end: told at once.
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      expect(owned?.signal.aborted).toBe(true);
+      expect(owned?.signal.reason).toBeInstanceOf(LockLeaseLostError);
+      expect(await owned?.release()).toBe(false);
+    } finally {
+      clearInterval(renewals);
+      await kept?.release();
+    }
+  });
+});
