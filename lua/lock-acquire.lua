@@ -2,15 +2,17 @@
 -- A shebang without allow-oom: at maxmemory with noeviction, taking a new lease is refused up front (OOM).
 -- Take a lock, or join its waiting room, or say how long it stays held.
 -- The lock key's value is '<token> <fence>' (lib/fence.lua), or '~ <fence>' for a free lock that
--- keeps its last fence until the clock has passed it. A lease that ends at `e` is the key with
+-- keeps its last fence until the clock has passed it, either followed by ' <record>', the lock's
+-- typical hold (lib/hold.lua), which it keeps while that counts. A lease that ends at `e` is the key with
 -- PXAT e - 1: Redis drops a key once its time is past PXAT, so the lock is held while now < e, as
 -- everywhere else (scores, the memory store).
 -- KEYS[1] lock  KEYS[2] meta  KEYS[3] queue  KEYS[4] expiry  (see lib/queue.lua)
 -- ARGV[1] token  ARGV[2] ttl ms  ARGV[3] claim ms (waiter lease; 0 fails fast)
 -- ARGV[4] max queue length, 0 for none
--- Returns {1, 0, fence} when the token holds the lock, {2, ms, 0} when it waits, {0, ms, 0} when
--- refused, {3, ms, 0} when the queue is full; ms until the lock expires. A token already holding
--- (a re-sent acquire, a claim) keeps its fence.
+-- Returns {1, 0, fence} when the token holds the lock, {2, ms, hold} when it waits, {0, ms, hold}
+-- when refused, {3, ms, hold} when the queue is full; ms until the lock expires, hold the lock's
+-- typical hold in ms (lib/hold.lua; 0: none). A token already holding (a re-sent acquire, a claim)
+-- keeps its fence.
 local lock, meta, queue, expiry, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], nil
 local token, ttl, claim, maxQueue = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 --!include lib/clock.lua
@@ -18,15 +20,15 @@ local token, ttl, claim, maxQueue = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]
 -- The common case first, before any helper is defined: nobody waiting.
 if redis.call('EXISTS', queue) == 0 then
   local value = redis.call('GET', lock)
-  local holder, last = nil, 0
+  local holder, last, rest = nil, 0, ''
   if value then
-    local who, fence = string.match(value, '^(%S+) (%d+)$')
-    holder, last = who or value, tonumber(fence) or 0
+    local who, fence, tail = string.match(value, '^(%S+) (%d+)(.*)$')
+    holder, last, rest = who or value, tonumber(fence) or 0, tail or ''
   end
   if not holder or holder == '~' then
-    -- Free (or lapsed): now ours, expiring on the server's clock.
+    -- Free (or lapsed): now ours, expiring on the server's clock; the typical hold stays.
     local fence = math.max(last + 1, now_us)
-    redis.call('SET', lock, token .. ' ' .. string.format('%.0f', fence), 'PXAT', now + ttl - 1)
+    redis.call('SET', lock, token .. ' ' .. string.format('%.0f', fence) .. rest, 'PXAT', now + ttl - 1)
     return {1, 0, fence}
   end
   -- A re-sent acquire (ioredis replays unanswered commands after a reconnect) finds its own token.
@@ -34,7 +36,11 @@ if redis.call('EXISTS', queue) == 0 then
     redis.call('PEXPIREAT', lock, now + ttl - 1)
     return {1, 0, last}
   end
-  if claim == 0 then return {0, math.max(1, redis.call('PEXPIRETIME', lock) + 1 - now), 0} end
+  if claim == 0 then
+    local record = string.match(rest, '^ (.+)$')
+--!include lib/hold-read.lua
+    return {0, math.max(1, redis.call('PEXPIRETIME', lock) + 1 - now), hold}
+  end
 end
 
 --!include lib/fence.lua
@@ -49,7 +55,7 @@ if waiting then
 end
 
 local reply
-local holder, last = lock_read()
+local holder, last, rest = lock_read()
 if holder == token then
   -- A re-sent acquire, or a waiter claiming its grant: refresh instead of failing.
   redis.call('PEXPIREAT', lock, now + ttl - 1)
@@ -59,7 +65,7 @@ elseif waiting and redis.call('ZSCORE', expiry, token) then
   reply = {2, 0, 0}
 elseif not waiting and not holder then
   -- A newcomer never jumps a non-empty queue.
-  reply = {1, 0, lock_take(token, now + ttl, last)}
+  reply = {1, 0, lock_take(token, now + ttl, last, rest)}
 elseif claim == 0 then
   reply = {0, 0, 0}
 elseif maxQueue > 0 and redis.call('ZCARD', queue) >= maxQueue then
@@ -69,5 +75,11 @@ else
   reply = {2, 0, 0}
 end
 settle(now)
-if reply[1] ~= 1 then reply[2] = lock_next(now) end
+if reply[1] ~= 1 then
+  reply[2] = lock_next(now)
+  local _, _, tail = lock_read()
+  local record = string.match(tail, '^ (.+)$')
+--!include lib/hold-read.lua
+  reply[3] = hold
+end
 return reply

@@ -4,8 +4,8 @@
 -- KEYS[1] lock key  ARGV[1] token  ARGV[2] ttl ms
 -- Returns 1 when extended, 0 when the lock expired or belongs to someone else.
 local value = redis.call('GET', KEYS[1])
--- '<token> <fence>' (see lock-acquire.lua); a free lock's '~ <fence>' is nobody's.
-if not value or (string.match(value, '^(%S+) %d+$') or value) ~= ARGV[1] then return 0 end
+-- '<token> <fence>[ <record>]' (see lock-acquire.lua); a free lock's '~ <fence>' is nobody's.
+if not value or (string.match(value, '^(%S+) %d+') or value) ~= ARGV[1] then return 0 end
 --!include lib/clock.lua
 -- PXAT end - 1: see lock-acquire.lua.
 redis.call('PEXPIREAT', KEYS[1], now + tonumber(ARGV[2]) - 1)

@@ -6,9 +6,9 @@ local lock, meta, queue, expiry, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], nil
 --!include lib/clock.lua
 
 local held = {}
--- '<token> <fence>', or '~ <fence>' while free (see lock-acquire.lua).
+-- '<token> <fence>[ <record>]', or '~ <fence>[ <record>]' while free (see lock-acquire.lua).
 local value = redis.call('GET', lock)
-local token = value and (string.match(value, '^(%S+) %d+$') or value)
+local token = value and (string.match(value, '^(%S+) %d+') or value)
 local ends = redis.call('PEXPIRETIME', lock) + 1
 if token and token ~= '~' and ends > now then held = {token, 1, ends - now} end
 local waiting = {}

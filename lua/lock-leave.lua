@@ -9,8 +9,8 @@ local token = ARGV[1]
 --!include lib/queue.lua
 --!include lib/settle-lock.lua
 
-local holder, last = lock_read()
-if holder == token then lock_free(last) end
+local holder, last, rest = lock_read()
+if holder == token then lock_free(last, rest) end
 if redis.call('ZSCORE', expiry, token) then queue_drop(token) end
 queue_prune(now)
 grant(now)

@@ -2,24 +2,35 @@
 -- allow-oom: under maxmemory with noeviction, a holder must still be able to keep and return what it holds.
 -- Free a lock if the token still holds it (an expired holder must never free its successor's
 -- lock), then hand it to the head waiter.
--- KEYS as lock-acquire.lua.  ARGV[1] token
+-- KEYS as lock-acquire.lua.  ARGV[1] token  ARGV[2] the ms it was held, -1 when not known
 -- Returns 1 when released, 0 when the lock had already moved on; {that, announcement} when the
--- release handed the lock to a waiter.
+-- release handed the lock to a waiter. The hold is folded into the lock's typical hold (lib/hold.lua).
 local lock, meta, queue, expiry, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], nil
-local token = ARGV[1]
+local token, held = ARGV[1], tonumber(ARGV[2]) or -1
 --!include lib/clock.lua
 
--- The hot path first, before any helper is defined: nobody waiting. (Value and fence: see
--- lock-acquire.lua; the key stays, free, while the clock has not passed the fence.)
+-- The hot path first, before any helper is defined: nobody waiting. (Value, fence and typical
+-- hold: see lock-acquire.lua; the key stays, free, while the clock has not passed the fence or
+-- while the typical hold counts.)
 local ours = false
 local value = redis.call('GET', lock)
 if value then
-  local who, fence = string.match(value, '^(%S+) (%d+)$')
+  local who, fence, rest = string.match(value, '^(%S+) (%d+)(.*)$')
   if (who or value) == token then
     ours = true
     fence = tonumber(fence) or 0
-    if fence >= now_us then
-      redis.call('SET', lock, '~ ' .. string.format('%.0f', fence), 'PXAT', math.floor(fence / 1000) + 1)
+    local record = string.match(rest or '', '^ (.+)$')
+    if held >= 0 then
+      -- The lease ends one ms after the key's PXAT (see lock-acquire.lua).
+      local ends = redis.call('PEXPIRETIME', lock) + 1
+--!include lib/hold.lua
+    end
+    local keep = nil
+    if fence >= now_us then keep = math.floor(fence / 1000) + 1 end
+    local upto = record and tonumber(string.match(record, '(%d+)$'))
+    if upto and upto > now and (not keep or upto - 1 > keep) then keep = upto - 1 end
+    if keep then
+      redis.call('SET', lock, '~ ' .. string.format('%.0f', fence) .. (record and ' ' .. record or ''), 'PXAT', keep)
     else
       redis.call('DEL', lock)
     end

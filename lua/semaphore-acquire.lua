@@ -12,15 +12,23 @@
 -- in the queue, 0 when refused, 3 when the queue (or its tenant's share of it) is full, 4 when
 -- refused because its tenant is at its cap; ms is the time until the nearest lease ends (the
 -- tenant's own, for 4); marked, 1 or 0, says whether the id still has waiters (the marker; see
--- lib/settle.lua): the store's hint; fence is the grant's (lib/fence.lua) when status is 1, else 0.
+-- lib/settle.lua): the store's hint; fence is the grant's (lib/fence.lua) when status is 1, else
+-- the id's typical hold in ms (lib/hold.lua; 0: none).
 -- A token already holding (a re-sent acquire, a claim) is granted again: it gets a new fence.
 local holders, meta, queue, expiry, tenants, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local token, limit, weight, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local claim, maxQueue, cap, tenantMax = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 --!include lib/clock.lua
 
+-- The markers: the common case has none but the last fence's ('~f<fence>', lib/fence.lua) and the
+-- typical hold's ('~h<record>', lib/hold.lua).
 local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')
-if cap == 0 and not string.find(token, '@', 1, true) and (#marks == 0 or (#marks == 1 and string.sub(marks[1], 1, 2) == '~f')) then
+local fenced, record, plain = nil, nil, true
+for i = 1, #marks do
+  local kind = string.sub(marks[i], 1, 2)
+  if kind == '~f' then fenced = marks[i] elseif kind == '~h' then record = string.sub(marks[i], 3) else plain = false end
+end
+if cap == 0 and not string.find(token, '@', 1, true) and plain then
 --!include lib/take-one.lua
 end
 
@@ -78,6 +86,10 @@ else
   end
 end
 reply[3] = settle(now)
+if reply[1] ~= 1 then
+--!include lib/hold-read.lua
+  reply[4] = hold
+end
 if reply[1] == 4 then
   reply[2] = holders_next(now, tenant)
 elseif reply[1] ~= 1 then

@@ -3,23 +3,31 @@
 -- The release of leases on an id nobody waits for, for one caller or several issued together:
 -- no helper. The keys keep their expiry: they still vanish with their latest lease.
 -- KEYS[1] holders  KEYS[2] tenants, when a lease has one (see lib/holders.lua)
--- ARGV: per lease, token and weight (two each)
+-- ARGV: per lease, token, weight and the ms it was held (-1: not known) (three each)
 -- Returns {-1} when waiters exist (the marker), or when the tenant index must be rebuilt: the caller
 -- runs semaphore-release.lua. Else, per lease, 1 when it was live, 0 when it was gone or had lapsed
--- (its members are removed either way).
+-- (its members are removed either way). A live lease's hold is folded into the id's typical hold
+-- (lib/hold.lua).
 local holders, tenants = KEYS[1], KEYS[2]
 local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')
-local fenced, tenanted = nil, false
+local fenced, tenanted, marked = nil, false, nil
 for i = 1, #marks do
-  if marks[i] == '~' then return {-1} end
-  if marks[i] == '~t' then tenanted = true elseif string.sub(marks[i], 1, 2) == '~f' then fenced = marks[i] end
+  local mark = marks[i]
+  if mark == '~' then return {-1} end
+  if mark == '~t' then
+    tenanted = true
+  else
+    local kind = string.sub(mark, 1, 2)
+    if kind == '~f' then fenced = mark elseif kind == '~h' then marked = mark end
+  end
 end
 if tenants and tenanted and redis.call('EXISTS', tenants) == 0 then return {-1} end
 --!include lib/clock.lua
 
+local record = marked and string.sub(marked, 3)
 local out = {}
-for i = 1, #ARGV, 2 do
-  local token, weight = ARGV[i], tonumber(ARGV[i + 1])
+for i = 1, #ARGV, 3 do
+  local token, weight, held = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   local score = redis.call('ZSCORE', holders, token)
   if score then
     local at = string.find(token, '@', 1, true)
@@ -33,15 +41,38 @@ for i = 1, #ARGV, 2 do
       if tonumber(redis.call('ZINCRBY', tenants, -weight, tenant)) <= 0 then redis.call('ZREM', tenants, tenant) end
     end
   end
-  if score and tonumber(score) > now then out[#out + 1] = 1 else out[#out + 1] = 0 end
+  local ends = tonumber(score)
+  if ends and ends > now then
+    out[#out + 1] = 1
+    if held >= 0 then
+--!include lib/hold.lua
+    end
+  else
+    out[#out + 1] = 0
+  end
+end
+-- The record moves on (added before the old one goes: the set never empties).
+if record and '~h' .. record ~= marked then
+  redis.call('ZADD', holders, '-inf', '~h' .. record)
+  if marked then redis.call('ZREM', holders, marked) end
 end
 if tenants and redis.call('EXISTS', tenants) == 0 then redis.call('ZREM', holders, '~t') end
--- The last holder gone, the key goes too, unless the clock has not passed the last fence yet: then
--- it stays, holding that alone, until it has (lib/fence.lua).
-if fenced and redis.call('ZCARD', holders) == 1 then
-  local fence = tonumber(string.sub(fenced, 3))
-  if fence >= now_us then
-    redis.call('PEXPIREAT', holders, math.floor(fence / 1000) + 1)
+-- The last holder gone, the key goes too, unless the clock has not passed the last fence yet
+-- (lib/fence.lua) or the typical hold still counts (lib/hold.lua): then it stays, holding those
+-- alone, until then.
+local kept = 0
+if fenced then kept = 1 end
+if record then kept = kept + 1 end
+if kept > 0 and redis.call('ZCARD', holders) == kept then
+  local keep = nil
+  if fenced then
+    local fence = tonumber(string.sub(fenced, 3))
+    if fence >= now_us then keep = math.floor(fence / 1000) + 1 end
+  end
+  local upto = record and tonumber(string.match(record, '(%d+)$'))
+  if upto and upto > now and (not keep or upto > keep) then keep = upto end
+  if keep then
+    redis.call('PEXPIREAT', holders, keep)
   else
     redis.call('DEL', holders)
   end

@@ -11,14 +11,21 @@
 -- declares it and calls again. Else two numbers per call: 0 and its fence when it holds its
 -- permits (lib/fence.lua: the calls' fences follow one another, in order); when refused, the ms
 -- until the nearest lease ends (negative: refused because its tenant is at its cap, the ms until
--- the tenant's own nearest lease ends) and 0.
+-- the tenant's own nearest lease ends) and the id's typical hold (lib/hold.lua; 0: none).
 local holders, tenants = KEYS[1], KEYS[2]
--- The markers, read at once: '~' (waiters), '~f<fence>' (the last fence), '~t' (tenant holders).
+-- The markers, read at once: '~' (waiters), '~f<fence>' (the last fence), '~h<record>' (the
+-- typical hold, lib/hold.lua), '~t' (tenant holders).
 local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')
-local fenced, tenanted = nil, false
+local fenced, tenanted, record = nil, false, nil
 for i = 1, #marks do
-  if marks[i] == '~' then return {-1} end
-  if marks[i] == '~t' then tenanted = true elseif string.sub(marks[i], 1, 2) == '~f' then fenced = marks[i] end
+  local mark = marks[i]
+  if mark == '~' then return {-1} end
+  if mark == '~t' then
+    tenanted = true
+  else
+    local kind = string.sub(mark, 1, 2)
+    if kind == '~f' then fenced = mark elseif kind == '~h' then record = string.sub(mark, 3) end
+  end
 end
 if tenanted then
   if not tenants then return {-2} end
@@ -98,11 +105,13 @@ for i = 1, #ARGV, 5 do
       end
     end
     out[#out + 1] = -nearest
-    out[#out + 1] = 0
+--!include lib/hold-read.lua
+    out[#out + 1] = hold
   else
     local first = redis.call('ZRANGEBYSCORE', holders, '(-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
     out[#out + 1] = math.max(1, tonumber(first[2]) - now)
-    out[#out + 1] = 0
+--!include lib/hold-read.lua
+    out[#out + 1] = hold
   end
 end
 if latest then

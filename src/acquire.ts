@@ -80,7 +80,30 @@ export type Acquired = {
   waitedMs: number;
   until?: number;
 };
-export type Refused = { acquired: false; retryAfterMs: number; reason: RefusalReason; waitedMs: number };
+/**
+ * A refusal. `retryAfterMs` is the estimate ({@link retryEstimateMs}), from
+ * the id's typical hold (`holdMs`, the store's record) and the nearest lease
+ * end (`expiresInMs`).
+ */
+export type Refused = {
+  acquired: false;
+  retryAfterMs: number;
+  holdMs: number | undefined;
+  expiresInMs: number;
+  reason: RefusalReason;
+  waitedMs: number;
+};
+
+/** When nobody has observed a hold on the id lately: retry after a second rather than a whole lease. */
+export const RETRY_AFTER_DEFAULT_MS = 1000;
+
+/**
+ * When a retry is likely to succeed: the typical hold (or, unknown, the
+ * default), never later than the nearest lease end, the latest a permit frees.
+ */
+export function retryEstimateMs(holdMs: number | undefined, expiresInMs: number): number {
+  return Math.min(holdMs ?? RETRY_AFTER_DEFAULT_MS, expiresInMs);
+}
 
 /** The store calls of one primitive on one key. */
 export interface KeyOps extends WaitingCalls {
@@ -164,7 +187,7 @@ function acquireFrom(
   const reply = store.takeNow(ops.kind, ops.key, token, ops.limit, ops.weight, ops.leaseMs, ops.tenant);
   return reply.acquired
     ? acquired(ops, store, token, reply, startedAt, startedAt, 0)
-    : refused(ops, reply.retryAfterMs, why(reply), startedAt);
+    : refused(ops, reply, why(reply), startedAt);
 }
 
 /** The reason of a refusal that was not a full queue. */
@@ -184,9 +207,7 @@ async function acquireRemotely(
     const sentAt = performance.now();
     const reply = await acquireOrCleanUp(store, ops, token);
     if (signal?.aborted) abandon(store, ops, token, signal);
-    return reply.acquired
-      ? acquired(ops, store, token, reply, sentAt, startedAt)
-      : refused(ops, reply.retryAfterMs, why(reply), startedAt);
+    return reply.acquired ? acquired(ops, store, token, reply, sentAt, startedAt) : refused(ops, reply, why(reply), startedAt);
   }
 
   const attempt = async (queue?: QueueOptions): Promise<AcquireReply> => {
@@ -202,7 +223,7 @@ async function acquireRemotely(
     const reply = await attempt(queue);
     if (reply.acquired) return acquired(ops, store, token, reply, sentAt, startedAt);
     if (reply.queued !== true) {
-      return refused(ops, reply.retryAfterMs, reply.queueFull === true ? "queue-full" : why(reply), startedAt);
+      return refused(ops, reply, reply.queueFull === true ? "queue-full" : why(reply), startedAt);
     }
     try {
       const granted = await waitForGrant({
@@ -219,7 +240,10 @@ async function acquireRemotely(
       if ("until" in granted) had.until = granted.until;
       return had;
     } catch (error) {
-      if (error instanceof WaitEnded) return refused(ops, error.retryAfterMs, error.reason, startedAt);
+      // The nearest lease end as the last look at the queue found it; the typical hold as the join did.
+      if (error instanceof WaitEnded) {
+        return refused(ops, { retryAfterMs: error.retryAfterMs, holdMs: reply.holdMs }, error.reason, startedAt);
+      }
       throw error;
     }
   }
@@ -228,7 +252,7 @@ async function acquireRemotely(
     const sentAt = performance.now();
     const reply = await attempt();
     if (reply.acquired) return acquired(ops, store, token, reply, sentAt, startedAt);
-    if (count >= settings.retries) return refused(ops, reply.retryAfterMs, why(reply), startedAt);
+    if (count >= settings.retries) return refused(ops, reply, why(reply), startedAt);
     if (settings.retryDelayMs > 0) await pauseUnlessAborted(settings.retryDelayMs, signal);
   }
 }
@@ -251,7 +275,7 @@ async function acquireLocally(
     const sentAt = performance.now();
     const reply = store.takeNow(kind, key, token, limit, weight, leaseMs, ops.tenant);
     if (reply.acquired) return acquired(ops, store, token, reply, sentAt, startedAt);
-    if (count >= settings.retries) return refused(ops, reply.retryAfterMs, why(reply), startedAt);
+    if (count >= settings.retries) return refused(ops, reply, why(reply), startedAt);
     if (settings.retryDelayMs > 0) await pauseUnlessAborted(settings.retryDelayMs, settings.signal);
     settings.signal?.throwIfAborted();
   }
@@ -317,13 +341,13 @@ function waitLocally(
     }
     if (reply.queued !== true) {
       end();
-      resolve(refused(ops, reply.retryAfterMs, reply.queueFull === true ? "queue-full" : why(reply), startedAt));
+      resolve(refused(ops, reply, reply.queueFull === true ? "queue-full" : why(reply), startedAt));
       return;
     }
     timer = foregroundTimers.at(until, () => {
       if (!end()) return;
       store.leaveNow(kind, key, token);
-      resolve(refused(ops, reply.retryAfterMs, "wait-timeout", startedAt));
+      resolve(refused(ops, reply, "wait-timeout", startedAt));
     });
     lookAt(reply.retryAfterMs);
     signal?.addEventListener("abort", aborted, { once: true });
@@ -354,7 +378,13 @@ function acquired(
   return { acquired: true, store, token, fence, sentAt, waitedMs };
 }
 
-function refused(ops: KeyOps, retryAfterMs: number, reason: RefusalReason, startedAt: number): Refused {
+/** `reply`: the store's answer (its `retryAfterMs` is the nearest lease end). */
+function refused(
+  ops: KeyOps,
+  reply: { retryAfterMs: number; holdMs?: number | undefined },
+  reason: RefusalReason,
+  startedAt: number,
+): Refused {
   const waitedMs = performance.now() - startedAt;
   if (channels.rejected.hasSubscribers) {
     channels.rejected.publish({
@@ -364,7 +394,8 @@ function refused(ops: KeyOps, retryAfterMs: number, reason: RefusalReason, start
       ...(ops.permits && { limit: ops.permits.limit }),
     } satisfies RejectedEvent);
   }
-  return { acquired: false, retryAfterMs, reason, waitedMs };
+  const { retryAfterMs: expiresInMs, holdMs } = reply;
+  return { acquired: false, retryAfterMs: retryEstimateMs(holdMs, expiresInMs), holdMs, expiresInMs, reason, waitedMs };
 }
 
 /** Waits between attempts; an abort ends the wait at once with the signal's own reason. */

@@ -56,6 +56,15 @@ const REFUSALS: Record<NotAcquiredReason, string> = {
   "wait-timeout": "had no permit free within waitMs. Shed the call, or raise waitMs or the limit.",
 };
 
+/**
+ * What a refusal knows of when to retry, beyond its estimate: see
+ * `SemaphoreNotAcquiredError.holdMs` and `.expiresInMs`.
+ */
+export interface RefusalTiming {
+  holdMs?: number | undefined;
+  expiresInMs: number;
+}
+
 const LOCK_REFUSALS: Record<NotAcquiredReason, string> = {
   full: "is held by another caller. Back off, pass waitMs to queue fairly for it, or retries to spin.",
   // Locks take no tenant: never given.
@@ -80,8 +89,23 @@ export class SemaphoreNotAcquiredError extends LeaseholdError {
   readonly key: string;
   /** The limit the attempt was made against. */
   readonly limit: number;
-  /** When a permit is next expected to free up, in ms; an upper bound taken from the nearest lease expiry. */
+  /**
+   * When a retry is likely to succeed, in ms: the id's typical hold
+   * (`holdMs`), or 1000 when none was observed lately, and never later than
+   * the nearest lease end (`expiresInMs`). What the HTTP adapters' `Retry-After` starts from.
+   */
   readonly retryAfterMs: number;
+  /**
+   * The id's typical hold time in ms, as the releases of every process on the
+   * store recorded it (a moving average of recent holds); `undefined` when
+   * none was recorded lately (an id unused for a few hold times forgets it).
+   */
+  readonly holdMs: number | undefined;
+  /**
+   * Ms until the nearest lease on the id ends if not renewed (for
+   * `"tenant-full"`, the tenant's own): the latest a permit frees up, unless renewed.
+   */
+  readonly expiresInMs: number;
   /**
    * `"full"`: every permit taken; `"tenant-full"`: the caller's tenant holds its
    * `tenantLimit`; `"queue-full"`: the queue (or the tenant's share of it) was
@@ -93,12 +117,14 @@ export class SemaphoreNotAcquiredError extends LeaseholdError {
   /** Its tenant's cap, when it passed a tenant. */
   readonly tenantLimit: number | undefined;
 
+  /** `timing`: the figures `retryAfterMs` was estimated from (by default, none observed, and `retryAfterMs` as the nearest lease end). */
   constructor(
     key: string,
     limit: number,
     retryAfterMs: number,
     reason: NotAcquiredReason = "full",
     tenant?: { name: string; limit: number },
+    timing: RefusalTiming = { expiresInMs: retryAfterMs },
   ) {
     const whose =
       reason === "tenant-full" && tenant !== undefined ? ` for tenant "${tenant.name}" (tenantLimit ${tenant.limit})` : "";
@@ -106,6 +132,8 @@ export class SemaphoreNotAcquiredError extends LeaseholdError {
     this.key = key;
     this.limit = limit;
     this.retryAfterMs = retryAfterMs;
+    this.holdMs = timing.holdMs;
+    this.expiresInMs = timing.expiresInMs;
     this.reason = reason;
     this.tenant = tenant?.name;
     this.tenantLimit = tenant?.limit;
@@ -154,15 +182,31 @@ export class SemaphoreLeaseLostError extends LeaseholdError {
 export class LockNotAcquiredError extends LeaseholdError {
   /** The id that was held, as passed to `run`. */
   readonly key: string;
-  /** When the lock's current lease ends at the latest, in ms. */
+  /**
+   * When a retry is likely to succeed, in ms: the lock's typical hold
+   * (`holdMs`), or 1000 when none was observed lately, and never later than
+   * the end of the current lease (`expiresInMs`).
+   */
   readonly retryAfterMs: number;
+  /** The lock's typical hold time in ms, as every process's releases recorded it; `undefined` when none lately. */
+  readonly holdMs: number | undefined;
+  /** Ms until the lock's current lease ends if not renewed: the latest it frees, unless renewed. */
+  readonly expiresInMs: number;
   /** `"full"`: the lock is held; `"queue-full"`: its queue was at `maxQueue`; `"wait-timeout"`: `waitMs` ran out. */
   readonly reason: NotAcquiredReason;
 
-  constructor(key: string, retryAfterMs: number, reason: NotAcquiredReason = "full") {
+  /** `timing`: as for {@link SemaphoreNotAcquiredError}. */
+  constructor(
+    key: string,
+    retryAfterMs: number,
+    reason: NotAcquiredReason = "full",
+    timing: RefusalTiming = { expiresInMs: retryAfterMs },
+  ) {
     super("ERR_LOCK_NOT_ACQUIRED", `leasehold: lock "${key}" ${LOCK_REFUSALS[reason]}`);
     this.key = key;
     this.retryAfterMs = retryAfterMs;
+    this.holdMs = timing.holdMs;
+    this.expiresInMs = timing.expiresInMs;
     this.reason = reason;
   }
 }

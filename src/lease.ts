@@ -88,7 +88,8 @@ export interface LeaseBackend {
   /** The store key (`{prefix:id}`). */
   readonly key: string;
   extend(token: string, ms: number): Promise<boolean>;
-  release(token: string): Promise<boolean>;
+  /** `heldMs`: how long the lease was held, for the id's typical hold (see `Store.semaphoreRelease`). */
+  release(token: string, heldMs: number): Promise<boolean>;
   lost(): LeaseLostError;
   /** Who the lease is for, in events. */
   readonly subject: Subject;
@@ -118,7 +119,7 @@ export class LeaseHandle implements Lease {
   #lost: Error | undefined;
   #onLose: ((error: Error) => void)[] | undefined;
   readonly #backend: LeaseBackend;
-  /** When the lease was had (its acquire's send time, or the hand-off), for the released event. */
+  /** When the lease was had (its acquire's send time, or the hand-off), for the released event and the id's typical hold. */
   readonly #heldSince: number;
   #released = false;
   /** The holder's release, in flight or answered; undefined again if the store did not answer it. */
@@ -196,7 +197,7 @@ export class LeaseHandle implements Lease {
     const store = this.#backend.store;
     if (isMemoryStore(store)) {
       // The embedded store answers at once: no round trip to bound, check or undo.
-      const ours = store.releaseNow(this.#backend.kind, this.#backend.key, this.token);
+      const ours = store.releaseNow(this.#backend.kind, this.#backend.key, this.token, this.#heldMs());
       this.#releasing = Promise.resolve(this.#answered(ours));
       return this.#releasing;
     }
@@ -219,7 +220,13 @@ export class LeaseHandle implements Lease {
   async #giveBack(): Promise<boolean> {
     let ours: boolean;
     try {
-      ours = await bounded(this.#backend.store, "release", this.#backend.release(this.token), isFlag, this.#backend.subject);
+      ours = await bounded(
+        this.#backend.store,
+        "release",
+        this.#backend.release(this.token, this.#heldMs()),
+        isFlag,
+        this.#backend.subject,
+      );
     } catch (error) {
       // The store did not answer: the lease may still be held, so a retry must be possible.
       this.#released = false;
@@ -227,6 +234,11 @@ export class LeaseHandle implements Lease {
       throw error;
     }
     return this.#answered(ours);
+  }
+
+  /** How long the lease has been held, in whole ms: what its release records. */
+  #heldMs(): number {
+    return Math.round(performance.now() - this.#heldSince);
   }
 
   /** What follows the store's answer to a release: the event, and a loss if it was not ours. */

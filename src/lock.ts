@@ -103,7 +103,7 @@ class DistributedLock implements Lock {
     }
     const settings = this.#prepare(id, options, true);
     const outcome = await this.#take(id, settings);
-    if (!(outcome instanceof LeaseHandle)) throw new LockNotAcquiredError(id, outcome.retryAfterMs, outcome.reason);
+    if (!(outcome instanceof LeaseHandle)) throw new LockNotAcquiredError(id, outcome.retryAfterMs, outcome.reason, outcome);
     return keepLease(outcome, fn, settings);
   }
 
@@ -167,8 +167,8 @@ class LockOps extends KeyCalls implements KeyOps, LeaseBackend {
     return this.store.lockExtend(this.key, token, ms);
   }
 
-  release(token: string): Promise<boolean> {
-    return this.store.lockRelease(this.key, token);
+  release(token: string, heldMs: number): Promise<boolean> {
+    return this.store.lockRelease(this.key, token, heldMs);
   }
 
   lost(): LockLeaseLostError {

@@ -227,7 +227,7 @@ class DistributedSemaphore implements Semaphore {
     const taken = this.#take(call);
     const outcome = taken instanceof Promise ? await taken : taken;
     if (!(outcome instanceof LeaseHandle)) {
-      throw new SemaphoreNotAcquiredError(call.id, call.limit, outcome.retryAfterMs, outcome.reason, call.tenant);
+      throw new SemaphoreNotAcquiredError(call.id, call.limit, outcome.retryAfterMs, outcome.reason, call.tenant, outcome);
     }
     return keepLease(outcome as SemaphoreLeaseHandle, fn, call.settings);
   }
@@ -364,8 +364,8 @@ class SemaphoreOps extends KeyCalls implements KeyOps, LeaseBackend {
     return this.store.semaphoreExtend(this.key, token, ms, this.weight);
   }
 
-  release(token: string): Promise<boolean> {
-    return this.store.semaphoreRelease(this.key, token, this.weight);
+  release(token: string, heldMs: number): Promise<boolean> {
+    return this.store.semaphoreRelease(this.key, token, this.weight, heldMs);
   }
 
   lost(): SemaphoreLeaseLostError {

@@ -187,10 +187,14 @@ export const isAcquireReply = (reply: unknown): boolean =>
   Number.isFinite((reply as AcquireReply).retryAfterMs) &&
   (reply as AcquireReply).retryAfterMs >= 0 &&
   // A lease without its fence could not be fenced: a store that gives none is answering nonsense.
-  (!(reply as AcquireReply).acquired || isFence((reply as AcquireReply).fence));
+  (!(reply as AcquireReply).acquired || isFence((reply as AcquireReply).fence)) &&
+  // A typical hold, when the store keeps one, is a duration like any other.
+  ((reply as AcquireReply).holdMs === undefined || isDelay((reply as AcquireReply).holdMs));
 
 /** A delay a timer can hold: no lease, and so no wait the store reports, is longer. */
-const isDelay = (value: unknown): boolean => typeof value === "number" && value >= 0 && value <= MAX_MS;
+function isDelay(value: unknown): boolean {
+  return typeof value === "number" && value >= 0 && value <= MAX_MS;
+}
 
 const WAITER_STATUSES: readonly unknown[] = ["held", "waiting", "gone"] satisfies WaiterStatus[];
 

@@ -5,7 +5,8 @@
 -- members, and no other key ever has to be read (or could be evicted apart) to know them.
 -- Markers sit at score -inf: '~' while waiters exist (see settle.lua), '~t' while tenant holders
 -- exist (the index `tenants`, tenant -> permits held, is then kept, and rebuilt from the holders if
--- it was lost), and '~f<fence>', the last fence granted (see lib/fence.lua, included before this).
+-- it was lost), '~f<fence>', the last fence granted (see lib/fence.lua, included before this), and
+-- '~h<record>', the id's typical hold (lib/hold.lua).
 -- Lapsed leases are pruned from '(-inf', a range that never takes a marker.
 
 -- The tenant of a member or token: what follows its first '@' ('' for none).
@@ -125,4 +126,31 @@ local function fence_next()
   redis.call('ZADD', holders, '-inf', '~f' .. fence_text(f))
   if marker then redis.call('ZREM', holders, marker) end
   return f
+end
+
+-- The typical hold's record (lib/hold.lua) and its marker; nil when there is none.
+local function hold_last()
+  local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')
+  for i = 1, #marks do
+    if string.sub(marks[i], 1, 2) == '~h' then return string.sub(marks[i], 3), marks[i] end
+  end
+  return nil, nil
+end
+
+-- Until when the typical hold's record counts, while it does (the id's keys are kept until then); nil when none does.
+local function hold_until(now)
+  local upto = tonumber(string.match(hold_last() or '', '(%d+)$'))
+  if upto and upto > now then return upto end
+  return nil
+end
+
+-- Folds the hold of a live lease that ended at `ends` into the record (lib/hold.lua), moving its
+-- marker when it changes (added before the old one goes: the set never empties).
+local function hold_add(now, ends, held)
+  local record, marked = hold_last()
+--!include lib/hold.lua
+  if '~h' .. record ~= marked then
+    redis.call('ZADD', holders, '-inf', '~h' .. record)
+    if marked then redis.call('ZREM', holders, marked) end
+  end
 end

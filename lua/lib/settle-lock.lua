@@ -11,15 +11,16 @@ local function settle(now)
   redis.call('PEXPIREAT', expiry, last + 1)
 end
 
--- The lock's holder (nil when free) and its last fence (0 when none is kept). The value is
--- '<token> <fence>', or '~ <fence>' while free; a bare token is a lock taken before fences.
+-- The lock's holder (nil when free), its last fence (0 when none is kept) and the rest of its value:
+-- '' or ' <record>', the typical hold (lib/hold.lua). The value is '<token> <fence>[ <record>]', or
+-- '~ <fence>[ <record>]' while free; a bare token is a lock taken before fences.
 local function lock_read()
   local value = redis.call('GET', lock)
-  if not value then return nil, 0 end
-  local who, fence = string.match(value, '^(%S+) (%d+)$')
-  if not who then return value, 0 end
-  if who == '~' then return nil, tonumber(fence) end
-  return who, tonumber(fence)
+  if not value then return nil, 0, '' end
+  local who, fence, rest = string.match(value, '^(%S+) (%d+)(.*)$')
+  if not who then return value, 0, '' end
+  if who == '~' then return nil, tonumber(fence), rest end
+  return who, tonumber(fence), rest
 end
 
 -- Ms until the lock's lease ends (1 when free: nothing to wait for).
@@ -28,18 +29,24 @@ local function lock_next(now)
   return math.max(1, redis.call('PEXPIRETIME', lock) + 1 - now)
 end
 
--- Takes the free lock for `token` until `ends`, with the next fence; returns it.
-local function lock_take(token, ends, last)
+-- Takes the free lock for `token` until `ends`, with the next fence; returns it. `rest`, the rest
+-- of the value (the typical hold), stays.
+local function lock_take(token, ends, last, rest)
   local fence = math.max(last + 1, now_us)
-  redis.call('SET', lock, token .. ' ' .. fence_text(fence), 'PXAT', ends - 1)
+  redis.call('SET', lock, token .. ' ' .. fence_text(fence) .. rest, 'PXAT', ends - 1)
   return fence
 end
 
--- Frees the lock held with fence `last`: the key goes, unless the clock has not passed that fence
--- yet; then the lock stays free, keeping it, until the clock has.
-local function lock_free(last)
-  if last >= now_us then
-    redis.call('SET', lock, '~ ' .. fence_text(last), 'PXAT', fence_keep(last))
+-- Frees the lock held with fence `last` (`rest`: the rest of its value): the key goes, unless the
+-- clock has not passed that fence yet or the typical hold still counts; then the lock stays free,
+-- keeping them, until then.
+local function lock_free(last, rest)
+  local keep = nil
+  if last >= now_us then keep = fence_keep(last) end
+  local upto = tonumber(string.match(rest, ':(%d+)$'))
+  if upto and upto > now and (not keep or upto - 1 > keep) then keep = upto - 1 end
+  if keep then
+    redis.call('SET', lock, '~ ' .. fence_text(last) .. rest, 'PXAT', keep)
   else
     redis.call('DEL', lock)
   end
@@ -49,13 +56,13 @@ end
 -- its process claims it with a full ttl first. Announces "<reservation ms>\n<token>\n<fence>" on
 -- the channel (as lib/grant.lua) and returns the announcement (nil when nothing was granted).
 local function grant(now)
-  local holder, last = lock_read()
+  local holder, last, rest = lock_read()
   if holder then return nil end
   local head = queue_head('')
   if not head then return nil end
   local ends = tonumber(redis.call('ZSCORE', expiry, head))
   queue_drop(head)
-  local fence = lock_take(head, ends, last)
+  local fence = lock_take(head, ends, last, rest)
   local announcement = (ends - now) .. '\n' .. head .. '\n' .. fence_text(fence)
   redis.call('PUBLISH', lock .. ':ch', announcement)
   return announcement

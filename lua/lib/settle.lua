@@ -4,7 +4,8 @@
 -- to the full scripts, so that a newcomer never jumps the queue and a freed permit is handed on;
 -- it is cleared here once they are gone, with the waiting room's keys. The holders set outlives
 -- the others, so its markers cannot lapse before what they stand for.
--- The holders set also keeps the last fence until the clock has passed it (see lib/fence.lua).
+-- The holders set also keeps the last fence until the clock has passed it (see lib/fence.lua), and
+-- the typical hold while it counts (lib/hold.lua).
 -- Returns 1 when the marker is set, 0 when not: the store's hint for its next call.
 -- Needs fence.lua, holders.lua and queue.lua.
 local function settle(now)
@@ -13,13 +14,17 @@ local function settle(now)
   if waiters and waiters <= now then waiters = nil end
   if waiters and (not latest or waiters > latest) then latest = waiters end
   local fence = fence_last()
+  local counting = hold_until(now)
   if not latest or latest <= now then
     redis.call('DEL', meta, queue, expiry, tenants, turns)
-    if fence >= now_us then
-      -- Nothing is live, but the clock has not passed the last fence yet: it stays, alone, until then.
+    local keep = counting
+    if fence >= now_us and (not keep or fence_keep(fence) > keep) then keep = fence_keep(fence) end
+    if keep then
+      -- Nothing is live, but the clock has not passed the last fence yet, or the typical hold
+      -- still counts: they stay, alone, until then.
       redis.call('ZREMRANGEBYSCORE', holders, '(-inf', '+inf')
       redis.call('ZREM', holders, '~', '~t')
-      redis.call('PEXPIREAT', holders, fence_keep(fence))
+      redis.call('PEXPIREAT', holders, keep)
     else
       redis.call('DEL', holders)
     end
@@ -41,7 +46,7 @@ local function settle(now)
   else
     redis.call('ZREM', holders, '~t')
   end
-  redis.call('PEXPIREAT', holders, math.max(at, fence_keep(fence)))
+  redis.call('PEXPIREAT', holders, math.max(at, fence_keep(fence), counting or 0))
   if waiters then return 1 end
   return 0
 end

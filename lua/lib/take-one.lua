@@ -1,7 +1,8 @@
 -- The full acquire's common case, before any helper is defined (defining them costs each call more
 -- than its commands): nobody waiting and no tenant. The same step as semaphore-take.lua for one
--- token. Expects locals holders, token, limit, weight, lease, claim, now, now_us, and `marks`, the
--- markers of the holders set: none, or the last fence's alone ('~f<fence>', see lib/fence.lua).
+-- token. Expects locals holders, token, limit, weight, lease, claim, now, now_us, `marks`, the
+-- markers of the holders set (none but the last fence's and the typical hold's), `fenced`, the last
+-- fence's ('~f<fence>', see lib/fence.lua, or nil), and `record`, the typical hold's (lib/hold.lua).
 -- Returns, except when full with claim > 0: then the caller goes on to the waiting room.
 local card = redis.call('ZCARD', holders) - #marks
 if card + weight > limit then
@@ -12,7 +13,7 @@ end
 local fresh = card == 0 and #marks == 0
 if card + weight <= limit or redis.call('ZSCORE', holders, token) then
   local last = 0
-  if marks[1] then last = tonumber(string.sub(marks[1], 3)) end
+  if fenced then last = tonumber(string.sub(fenced, 3)) end
   local fence = math.max(last + 1, now_us)
   local ends = now + lease
   local members = { '-inf', '~f' .. string.format('%.0f', fence), ends, token }
@@ -21,7 +22,7 @@ if card + weight <= limit or redis.call('ZSCORE', holders, token) then
     members[#members + 1] = token .. '~' .. i
   end
   redis.call('ZADD', holders, unpack(members))
-  if marks[1] then redis.call('ZREM', holders, marks[1]) end
+  if fenced then redis.call('ZREM', holders, fenced) end
   local at = math.max(ends + 1, math.floor(fence / 1000) + 1)
   if fresh then
     redis.call('PEXPIREAT', holders, at)
@@ -32,5 +33,6 @@ if card + weight <= limit or redis.call('ZSCORE', holders, token) then
 end
 if claim == 0 then
   local first = redis.call('ZRANGEBYSCORE', holders, '(-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-  return {0, math.max(1, tonumber(first[2]) - now), 0, 0}
+--!include lib/hold-read.lua
+  return {0, math.max(1, tonumber(first[2]) - now), 0, hold}
 end

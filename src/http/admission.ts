@@ -161,7 +161,7 @@ export class Admission<Req, OnRejected = never> {
   #refused(error: SemaphoreNotAcquiredError | LockNotAcquiredError, id: string, limit: number): Rejection {
     const { kind, status } = this.config;
     const reason: RejectionReason = kind === "semaphore" ? "semaphore-full" : "lock-held";
-    const estimate = this.#estimate.seconds(error.reason, error.retryAfterMs);
+    const estimate = this.#estimate.seconds(error);
     const retryAfter = this.#retryAfter({ reason, status, key: id, limit, retryAfter: estimate, error });
     const detail = refusalDetail(kind, id, limit, error.reason, retryAfter);
     return this.#announce(rejection({ reason, status, key: id, limit, retryAfter, detail, error }));

@@ -1,4 +1,5 @@
-import type { NotAcquiredReason } from "../errors.js";
+import { RETRY_AFTER_DEFAULT_MS } from "../acquire.js";
+import type { LockNotAcquiredError, SemaphoreNotAcquiredError } from "../errors.js";
 
 /** An exponentially weighted average: recent requests count most. */
 class Average {
@@ -11,7 +12,9 @@ class Average {
 
 /**
  * What this process has observed of a route's hold and wait times, to answer
- * Retry-After with what permits actually take rather than a constant.
+ * Retry-After with what permits actually take rather than a constant. The
+ * store's record of the id's hold comes first: every process shares it, so a
+ * fresh replica answers as a warm one does.
  */
 export class RetryAfterEstimate {
   readonly #holds = new Average();
@@ -29,15 +32,17 @@ export class RetryAfterEstimate {
 
   /**
    * Whole seconds until a retry is likely to succeed, at least 1. Refused
-   * outright: the typical hold, capped by the nearest lease expiry (the
-   * latest a permit can stay taken). Refused after queueing or with the queue
-   * full: the typical wait of those admitted from the queue, when there is one.
+   * outright: the typical hold (the id's, as every process on the store
+   * recorded it; else this route's, as this process saw it; else 1 s),
+   * capped by the nearest lease expiry (the latest a permit can stay taken).
+   * Refused after queueing or with the queue full: the typical wait of those
+   * admitted from the queue, when there is one.
    */
-  seconds(reason: NotAcquiredReason, nearestExpiryMs: number): number {
-    const holds = this.#holds.value;
+  seconds(refusal: SemaphoreNotAcquiredError | LockNotAcquiredError): number {
     const waits = this.#waits.value;
-    const hold = holds === undefined ? nearestExpiryMs : Math.min(holds, nearestExpiryMs);
-    const ms = reason !== "full" && waits !== undefined ? Math.max(waits, 1) : hold;
+    const typical = refusal.holdMs ?? this.#holds.value ?? RETRY_AFTER_DEFAULT_MS;
+    const hold = Math.min(typical, refusal.expiresInMs);
+    const ms = refusal.reason !== "full" && waits !== undefined ? Math.max(waits, 1) : hold;
     return Math.max(1, Math.ceil(ms / 1000));
   }
 }

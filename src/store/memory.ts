@@ -1,4 +1,5 @@
 import { knownOptions, optionsObject, positiveMs } from "../validate.js";
+import { foldHold, type HoldRecord, holdKeptUntil, holdMsOf } from "./hold.js";
 import type {
   AcquireReply,
   Grant,
@@ -82,6 +83,8 @@ interface SemaphoreState {
   idLimit: number;
   /** The last fence granted (0: none): the state is kept until the clock has passed it (lua/lib/fence.lua). */
   fence: number;
+  /** The id's typical hold (lua/lib/hold.lua): the state is kept while it counts. */
+  hold: HoldRecord | undefined;
   cleanup: unknown;
 }
 
@@ -90,6 +93,12 @@ interface LockState {
   expiresAt: number;
   /** The holder's fence, or the last one granted while free (0: none). */
   fence: number;
+  /**
+   * The lock's typical hold (lua/lib/hold.lua), kept while it counts. It lives
+   * in the lock's value in Redis, which a lapsed holder's expiry takes with it:
+   * so does a lapse here.
+   */
+  hold: HoldRecord | undefined;
   queue: Queue;
   cleanup: unknown;
 }
@@ -283,7 +292,8 @@ export interface LocalStore extends Store {
    */
   settleNow(kind: Kind, key: string): number;
   extendNow(kind: Kind, key: string, token: string, leaseMs: number): boolean;
-  releaseNow(kind: Kind, key: string, token: string): boolean;
+  /** `heldMs`: how long the lease was held, for the id's typical hold (see `Store.semaphoreRelease`). */
+  releaseNow(kind: Kind, key: string, token: string, heldMs?: number): boolean;
 }
 
 type Kind = "semaphore" | "lock";
@@ -328,8 +338,8 @@ class MemoryStore implements LocalStore {
     return this.extendNow("semaphore", key, token, leaseMs);
   }
 
-  async semaphoreRelease(key: string, token: string): Promise<boolean> {
-    return this.releaseNow("semaphore", key, token);
+  async semaphoreRelease(key: string, token: string, _weight?: number, heldMs?: number): Promise<boolean> {
+    return this.releaseNow("semaphore", key, token, heldMs);
   }
 
   async semaphoreCount(key: string): Promise<number> {
@@ -402,8 +412,8 @@ class MemoryStore implements LocalStore {
     return this.extendNow("lock", key, token, ttlMs);
   }
 
-  async lockRelease(key: string, token: string): Promise<boolean> {
-    return this.releaseNow("lock", key, token);
+  async lockRelease(key: string, token: string, heldMs?: number): Promise<boolean> {
+    return this.releaseNow("lock", key, token, heldMs);
   }
 
   async lockStats(key: string): Promise<LockStats> {
@@ -507,6 +517,7 @@ class MemoryStore implements LocalStore {
     if (kind === "lock") {
       const state = this.#locks.get(key);
       if (state === undefined) return;
+      lockLapse(state, now);
       if (state.token === token) state.token = undefined;
       queueDrop(state.queue, token);
       this.#settleLock(key, state, now);
@@ -540,19 +551,26 @@ class MemoryStore implements LocalStore {
     return true;
   }
 
-  releaseNow(kind: Kind, key: string, token: string): boolean {
+  releaseNow(kind: Kind, key: string, token: string, heldMs?: number): boolean {
     const now = this.clock.now();
     if (kind === "lock") {
       const state = this.#locks.get(key);
       if (state === undefined) return false;
-      const ours = state.token === token && state.expiresAt > now;
-      if (state.token === token) state.token = undefined;
+      lockLapse(state, now);
+      const ours = state.token === token;
+      if (ours) {
+        if (heldMs !== undefined && heldMs >= 0) state.hold = foldHold(state.hold, now, state.expiresAt, heldMs);
+        state.token = undefined;
+      }
       this.#settleLock(key, state, now);
       return ours;
     }
     const state = this.#semaphores.get(key);
     if (state === undefined) return false;
     const held = holdersRemove(state, token);
+    if (held !== undefined && held.expiresAt > now && heldMs !== undefined && heldMs >= 0) {
+      state.hold = foldHold(state.hold, now, held.expiresAt, heldMs);
+    }
     holdersPrune(state, now);
     if (state.queue.waiters.size > 0) {
       queuePrune(state.queue, now);
@@ -591,7 +609,7 @@ class MemoryStore implements LocalStore {
     }
     const reply = this.#takeOrJoin(state, token, limit, weight, leaseMs, queue, local, tenantCall, now);
     this.#expireSemaphore(key, state);
-    return reply;
+    return withHold(reply, state.hold, now);
   }
 
   /**
@@ -700,7 +718,7 @@ class MemoryStore implements LocalStore {
       }
     }
     this.#expireLock(key, state);
-    return reply;
+    return withHold(reply, state.hold, now);
   }
 
   // ---- per-id state ----
@@ -717,6 +735,7 @@ class MemoryStore implements LocalStore {
         queue: newQueue(),
         idLimit: 0,
         fence: 0,
+        hold: undefined,
         cleanup: undefined,
       };
       this.#semaphores.set(key, state);
@@ -727,7 +746,7 @@ class MemoryStore implements LocalStore {
   #lock(key: string): LockState {
     let state = this.#locks.get(key);
     if (state === undefined) {
-      state = { token: undefined, expiresAt: 0, fence: 0, queue: newQueue(), cleanup: undefined };
+      state = { token: undefined, expiresAt: 0, fence: 0, hold: undefined, queue: newQueue(), cleanup: undefined };
       this.#locks.set(key, state);
     }
     return state;
@@ -803,7 +822,7 @@ class MemoryStore implements LocalStore {
 
   /** Drops a lapsed holder and lapsed waiters, then hands a free lock to the head waiter (lua/lib/settle-lock.lua). */
   #settleLock(key: string, state: LockState, now: number): void {
-    if (state.token !== undefined && state.expiresAt <= now) state.token = undefined;
+    lockLapse(state, now);
     if (state.queue.waiters.size === 0) return;
     queuePrune(state.queue, now);
     if (state.token !== undefined) return;
@@ -839,8 +858,10 @@ class MemoryStore implements LocalStore {
       if (state.holders.size > 0 || state.queue.waiters.size > 0) {
         return latestOf(state.holders.values(), state.queue.waiters.values());
       }
-      // The last fence stays until the clock has passed it (lua/lib/fence.lua).
+      // The last fence stays until the clock has passed it (lua/lib/fence.lua); the typical hold while it counts.
       if (state.fence >= this.clock.micros()) return now + 1;
+      const hold = holdKeptUntil(state.hold, now);
+      if (hold !== undefined) return hold;
       if (this.#semaphores.get(key) === state) this.#semaphores.delete(key);
       return undefined;
     });
@@ -851,10 +872,12 @@ class MemoryStore implements LocalStore {
     const latest = (): number => latestOf(state.token === undefined ? [] : [state], state.queue.waiters.values());
     this.#expire(state, () => {
       const now = this.clock.now();
-      if (state.token !== undefined && state.expiresAt <= now) state.token = undefined;
+      lockLapse(state, now);
       queuePrune(state.queue, now);
       if (state.token !== undefined || state.queue.waiters.size > 0) return latest();
       if (state.fence >= this.clock.micros()) return now + 1;
+      const hold = holdKeptUntil(state.hold, now);
+      if (hold !== undefined) return hold;
       if (this.#locks.get(key) === state) this.#locks.delete(key);
       return undefined;
     });
@@ -880,6 +903,21 @@ class MemoryStore implements LocalStore {
     const next = sweep();
     if (next !== undefined) arm(next);
   }
+}
+
+/** A holder whose lease ended is gone, and with it the typical hold its key carried in Redis (lua/lib/settle-lock.lua). */
+function lockLapse(state: LockState, now: number): void {
+  if (state.token === undefined || state.expiresAt > now) return;
+  state.token = undefined;
+  state.hold = undefined;
+}
+
+/** A reply that did not acquire says the id's typical hold, while it counts. */
+function withHold(reply: AcquireReply, hold: HoldRecord | undefined, now: number): AcquireReply {
+  if (reply.acquired) return reply;
+  const holdMs = holdMsOf(hold, now);
+  if (holdMs !== undefined) reply.holdMs = holdMs;
+  return reply;
 }
 
 function lockNext(state: LockState, now: number): number {

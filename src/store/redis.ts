@@ -68,9 +68,13 @@ const STATUS_REPLIES = [0, 1, 2, 3, 4];
 /** A fence as the scripts send it: a positive safe integer. */
 const isFence = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n > 0;
 
+/** The id's typical hold as the scripts send it (lua/lib/hold-read.lua): whole ms, 0 for none. */
+const isHold = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n >= 0;
+
 /**
  * `{status, ms, fence}` from a lock; `{status, ms, marked, fence}` from a
- * semaphore (marked: whether the id keeps waiters). The fence is 0 unless status is 1.
+ * semaphore (marked: whether the id keeps waiters). The last is the fence when
+ * status is 1, else the id's typical hold (0: none).
  */
 function acquireReply(reply: unknown, script: Script, length: 3 | 4): AcquireReply {
   if (
@@ -78,16 +82,18 @@ function acquireReply(reply: unknown, script: Script, length: 3 | 4): AcquireRep
     reply.length === length &&
     STATUS_REPLIES.includes(reply[0]) &&
     typeof reply[1] === "number" &&
-    (reply[0] !== 1 || isFence(reply[length - 1]))
+    (reply[0] === 1 ? isFence(reply[length - 1]) : isHold(reply[length - 1]))
   ) {
     const [status, retryAfterMs] = reply as [number, number];
-    if (status === 1) return { acquired: true, retryAfterMs: 0, fence: reply[length - 1] as number };
+    const last = reply[length - 1] as number;
+    if (status === 1) return { acquired: true, retryAfterMs: 0, fence: last };
     return {
       acquired: false,
       retryAfterMs,
       ...(status === 2 ? { queued: true } : {}),
       ...(status === 3 ? { queueFull: true } : {}),
       ...(status === 4 ? { tenantFull: true } : {}),
+      ...(last > 0 ? { holdMs: last } : {}),
     };
   }
   throw unexpected(reply, script);
@@ -115,9 +121,10 @@ const isFlagNumber = (n: number): boolean => n === 0 || n === 1;
 
 /**
  * A take's answer per call: 0 and the fence when held; positive ms (refused)
- * or negative ms (refused for the tenant's cap) and 0. Undefined: take the full path.
+ * or negative ms (refused for the tenant's cap) and the id's typical hold (0:
+ * none). Undefined: take the full path.
  */
-type TakeAnswer = { refusedFor: number; fence: number } | undefined;
+type TakeAnswer = { refusedFor: number; fenceOrHold: number } | undefined;
 
 function takeAnswers(reply: unknown, count: number, script: Script): TakeAnswer[] {
   if (Array.isArray(reply)) {
@@ -125,16 +132,19 @@ function takeAnswers(reply: unknown, count: number, script: Script): TakeAnswer[
     if (reply.length === count * 2) {
       const answers: TakeAnswer[] = [];
       for (let i = 0; i < reply.length; i += 2) {
-        const [refusedFor, fence] = [reply[i], reply[i + 1]];
-        const valid = Number.isSafeInteger(refusedFor) && (refusedFor === 0 ? isFence(fence) : fence === 0 && refusedFor !== 0);
+        const [refusedFor, fenceOrHold] = [reply[i], reply[i + 1]];
+        const valid = Number.isSafeInteger(refusedFor) && (refusedFor === 0 ? isFence(fenceOrHold) : isHold(fenceOrHold));
         if (!valid) throw unexpected(reply, script);
-        answers.push({ refusedFor, fence });
+        answers.push({ refusedFor, fenceOrHold });
       }
       return answers;
     }
   }
   throw unexpected(reply, script);
 }
+
+/** A release's hold as the scripts take it: whole ms, or -1 when not known (lua/lib/hold.lua). */
+const heldArgument = (heldMs: number | undefined): number => (heldMs === undefined || !(heldMs >= 0) ? -1 : Math.round(heldMs));
 
 const WAITER_STATUS: Record<number, WaiterStatus> = { 0: "gone", 1: "held", 2: "waiting" };
 
@@ -232,7 +242,7 @@ class RedisLeaseStore implements RedisStore {
   private readonly tenanted = new Set<string>();
   // One group per id: the calls of one turn go out in the order they were made.
   private readonly takes: Coalescer<Take, TakeAnswer>;
-  private readonly returns: Coalescer<{ token: string; weight: number }, number | undefined>;
+  private readonly returns: Coalescer<{ token: string; weight: number; heldMs: number }, number | undefined>;
   private readonly extends: Coalescer<Renewal, number | undefined>;
 
   constructor(
@@ -257,7 +267,7 @@ class RedisLeaseStore implements RedisStore {
     });
     this.returns = new Coalescer(COALESCE_FROM, async (key, leases) => {
       const script = this.scripts.semaphoreReturn;
-      const args = leases.flatMap((lease) => [lease.token, lease.weight]);
+      const args = leases.flatMap((lease) => [lease.token, lease.weight, lease.heldMs]);
       const replies = perItem(
         await runScript(this.client, script, fastKeys(key, this.tenanted.has(key)), args),
         leases.length,
@@ -299,10 +309,11 @@ class RedisLeaseStore implements RedisStore {
       // Almost every request: one declared key, gathered with the others of the same turn on this id.
       const answer = await this.takes.call(key, { token, limit, weight, leaseMs, tenantLimit: tenant?.limit ?? 0 });
       if (answer !== undefined) {
-        const { refusedFor, fence } = answer;
-        if (refusedFor === 0) return { acquired: true, retryAfterMs: 0, fence };
-        if (refusedFor > 0) return { acquired: false, retryAfterMs: refusedFor };
-        return { acquired: false, tenantFull: true, retryAfterMs: -refusedFor };
+        const { refusedFor, fenceOrHold } = answer;
+        if (refusedFor === 0) return { acquired: true, retryAfterMs: 0, fence: fenceOrHold };
+        const hold = fenceOrHold > 0 ? { holdMs: fenceOrHold } : {};
+        if (refusedFor > 0) return { acquired: false, retryAfterMs: refusedFor, ...hold };
+        return { acquired: false, tenantFull: true, retryAfterMs: -refusedFor, ...hold };
       }
     }
     const script = this.scripts.semaphoreAcquire;
@@ -328,13 +339,14 @@ class RedisLeaseStore implements RedisStore {
     return extended === 1;
   }
 
-  async semaphoreRelease(key: string, token: string, weight?: number): Promise<boolean> {
+  async semaphoreRelease(key: string, token: string, weight?: number, heldMs?: number): Promise<boolean> {
+    const held = heldArgument(heldMs);
     if (weight !== undefined && !this.contended.has(key)) {
-      const returned = await this.returns.call(key, { token, weight });
+      const returned = await this.returns.call(key, { token, weight, heldMs: held });
       if (returned !== undefined) return returned === 1;
     }
     const script = this.scripts.semaphoreRelease;
-    const reply = await runScript(this.client, script, semaphoreKeys(key), [token, weight ?? 0]);
+    const reply = await runScript(this.client, script, semaphoreKeys(key), [token, weight ?? 0, held]);
     if (Array.isArray(reply) && (reply.length === 2 || reply.length === 3) && (reply[1] === 0 || reply[1] === 1)) {
       this.#contention(key, reply[1] === 1);
       if (typeof reply[2] === "string") this.#announced(key, reply[2]);
@@ -404,9 +416,10 @@ class RedisLeaseStore implements RedisStore {
     return flag(await runScript(this.client, script, [key], [token, ttlMs]), script);
   }
 
-  async lockRelease(key: string, token: string): Promise<boolean> {
+  async lockRelease(key: string, token: string, heldMs?: number): Promise<boolean> {
     const script = this.scripts.lockRelease;
-    return this.#released(await runScript(this.client, script, lockKeys(key), [token]), key, script);
+    const held = heldArgument(heldMs);
+    return this.#released(await runScript(this.client, script, lockKeys(key), [token, held]), key, script);
   }
 
   async lockLeave(key: string, token: string): Promise<void> {

@@ -17,6 +17,12 @@ export interface AcquireReply {
   queueFull?: boolean;
   /** Refused because the caller's tenant is at its cap (`retryAfterMs` is then the tenant's own nearest lease end). */
   tenantFull?: boolean;
+  /**
+   * When not acquired: the id's typical hold time in ms (at least 1), as the
+   * releases of every process on the store recorded it (see `semaphoreRelease`);
+   * absent when none was recorded lately.
+   */
+  holdMs?: number;
 }
 
 /** How a caller that finds no permit joins the waiting room. */
@@ -162,9 +168,16 @@ export interface Store {
   /**
    * Return `token`'s permits (and grant waiters they make room for); true only
    * if its lease was still live. `weight`, when given, is the lease's own (a
-   * hint that spares a lookup).
+   * hint that spares a lookup). `heldMs`, when given, is how long the lease
+   * was held (whole ms): a live lease's is folded into the id's typical hold,
+   * which refusals answer as `holdMs`. The record is an average, written at
+   * most every 100 ms per id (a release within 100 ms of the last write
+   * leaves it as it is): `avg' = round((4 avg + heldMs) / 5)`, or `heldMs`
+   * alone when none counts. It counts until a few holds after that write
+   * (`now + max(1000, 4 avg')`), never past the end of the released lease,
+   * and the id's keys are kept that long.
    */
-  semaphoreRelease(key: string, token: string, weight?: number): Promise<boolean>;
+  semaphoreRelease(key: string, token: string, weight?: number, heldMs?: number): Promise<boolean>;
   /** Live holders (not permits) of the semaphore. */
   semaphoreCount(key: string): Promise<number>;
   /**
@@ -183,8 +196,11 @@ export interface Store {
   lockAcquire(key: string, token: string, ttlMs: number, queue?: QueueOptions): Promise<AcquireReply>;
   /** Push the lock's expiry to now + `ttlMs`; false unless `token` holds it. */
   lockExtend(key: string, token: string, ttlMs: number): Promise<boolean>;
-  /** Delete the lock (and hand it to the head waiter); true only if `token` held it. */
-  lockRelease(key: string, token: string): Promise<boolean>;
+  /**
+   * Delete the lock (and hand it to the head waiter); true only if `token` held
+   * it. `heldMs`: as for `semaphoreRelease`, the lock's typical hold.
+   */
+  lockRelease(key: string, token: string, heldMs?: number): Promise<boolean>;
   /** Whether the lock is held and for how long yet. */
   lockStats(key: string): Promise<LockStats>;
   /** The live holder (a granted waiter included) and the waiters of the lock: one round trip, no writes. */

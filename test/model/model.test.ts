@@ -242,6 +242,11 @@ class World {
     };
     const semLatest = this.sem.latest(now);
     covers(this.semKey, semLatest.holders);
+    // The typical hold lives in the id's keys: they last while it counts.
+    covers(this.semKey, this.sem.holdUntil(now));
+    const lockHold = this.lock.holdUntil(now);
+    // (A lock's key lives while now <= its PXAT, the hold while now < until.)
+    covers(this.lockKey, lockHold === undefined ? undefined : lockHold - 1);
     covers(this.semKey, semLatest.waiters);
     for (const suffix of [":m", ":q", ":qe"]) covers(`${this.semKey}${suffix}`, semLatest.waiters);
     // While waiters exist, the marker sends the one-key fast paths to the full scripts.
@@ -302,6 +307,10 @@ function command(name: string, run: (world: World) => Promise<void>): Command {
 }
 
 const index = fc.nat({ max: 5 });
+/** How long a released lease was held (the typical hold's input); undefined: not said. */
+const heldArbitrary = fc.constantFrom<number | undefined>(undefined, 0, 3, 40, 150, 700, 2400);
+/** The holds of a burst's releases, one per caller. */
+const burstHeld = [0, 40, 150, 700, 2400, 90];
 
 const semaphoreCommands = [
   index.map((i) =>
@@ -316,14 +325,14 @@ const semaphoreCommands = [
       );
     }),
   ),
-  index.map((i) =>
-    command(`semaphore release c${i}`, async (w) => {
+  fc.tuple(index, heldArbitrary).map(([i, heldMs]) =>
+    command(`semaphore release c${i} held ${heldMs}`, async (w) => {
       const token = w.semToken(i);
       const weight = w.caller(i).weight;
       await w.step(
-        `semaphore release ${token}`,
-        (now) => w.sem.release(now, token),
-        (s) => s.semaphoreRelease(w.semKey, token, weight),
+        `semaphore release ${token} held ${heldMs}`,
+        (now) => w.sem.release(now, token, heldMs),
+        (s) => s.semaphoreRelease(w.semKey, token, weight, heldMs),
       );
       w.retire("sem", i);
     }),
@@ -392,8 +401,8 @@ const burstCommands = [
       }));
       await w.step(
         `semaphore release burst ${calls.map(({ token }) => token).join(", ")}`,
-        (now) => calls.map(({ token }) => w.sem.release(now, token)),
-        (s) => Promise.all(calls.map(({ c, token }) => s.semaphoreRelease(w.semKey, token, c.weight))),
+        (now) => calls.map(({ i, token }) => w.sem.release(now, token, burstHeld[i])),
+        (s) => Promise.all(calls.map(({ i, c, token }) => s.semaphoreRelease(w.semKey, token, c.weight, burstHeld[i]))),
       );
       for (const { i } of calls) w.retire("sem", i);
     }),
@@ -470,13 +479,13 @@ const lockCommands = [
       );
     }),
   ),
-  index.map((i) =>
-    command(`lock release c${i}`, async (w) => {
+  fc.tuple(index, heldArbitrary).map(([i, heldMs]) =>
+    command(`lock release c${i} held ${heldMs}`, async (w) => {
       const token = w.lockToken(i);
       await w.step(
-        `lock release ${token}`,
-        (now) => w.lock.release(now, token),
-        (s) => s.lockRelease(w.lockKey, token),
+        `lock release ${token} held ${heldMs}`,
+        (now) => w.lock.release(now, token, heldMs),
+        (s) => s.lockRelease(w.lockKey, token, heldMs),
       );
       w.retire("lock", i);
     }),
@@ -517,7 +526,7 @@ const lockCommands = [
 
 const clockCommands = [
   fc
-    .constantFrom(1, 50, 299, 300, 301, 499, 500, 501, 1000, 1999, 2000, 5000)
+    .constantFrom(1, 50, 99, 100, 299, 300, 301, 499, 500, 501, 1000, 1999, 2000, 5000)
     .map((ms) => command(`advance ${ms}`, (w) => w.advance(ms))),
 ];
 

@@ -23,7 +23,34 @@
  *   passed it, when the clock alone gives the same). A semaphore grants anew,
  *   with a new fence, when a holding token acquires again; a lock's holder
  *   keeps its fence.
+ * - Every answer that does not acquire says the id's typical hold (`holdMs`,
+ *   see `Hold`) while its record counts.
  */
+
+/**
+ * An id's typical hold: `avg` ms, written at `at`, counting while now < `until`.
+ * The release of a live lease (one that says how long it was held) writes it,
+ * unless it was written less than 100 ms before (then it stays as it is):
+ * avg' = floor((4 avg + held + 2) / 5), or held alone when no record counts;
+ * until' = min(the lease's end, now + max(1000, 4 avg')). A lock's record lives
+ * in its key, which its holder's lease end takes with it: a lapse drops it.
+ */
+export interface Hold {
+  avg: number;
+  at: number;
+  until: number;
+}
+
+const foldHold = (hold: Hold | undefined, now: number, ends: number, held: number): Hold => {
+  const counts = hold !== undefined && hold.until > now;
+  if (counts && now - hold.at < 100) return hold;
+  const avg = counts ? Math.floor((4 * hold.avg + held + 2) / 5) : held;
+  return { avg, at: now, until: Math.min(ends, now + Math.max(1000, 4 * avg)) };
+};
+
+/** The answer, with the typical hold when it did not acquire and a record counts. */
+const answered = (answer: AcquireAnswer, hold: Hold | undefined, now: number): AcquireAnswer =>
+  !answer.acquired && hold !== undefined && hold.until > now ? { ...answer, holdMs: Math.max(1, hold.avg) } : answer;
 
 export interface ModelHolder {
   expiresAt: number;
@@ -67,6 +94,8 @@ export interface AcquireAnswer {
   queueFull?: boolean;
   /** Refused because the caller's tenant is at its cap (the id itself may have room). */
   tenantFull?: boolean;
+  /** When not acquired: the id's typical hold, while its record counts. */
+  holdMs?: number;
 }
 
 export interface Queueing {
@@ -127,6 +156,7 @@ export class SemaphoreModel {
   idLimit = 0;
   /** The last fence granted, ever. */
   fence = 0;
+  hold: Hold | undefined;
   /** Every grant made, in order: what the stores must announce. */
   readonly grants: Announced[] = [];
   /** Every grant to a waiter of the store's own process, in order. */
@@ -241,6 +271,19 @@ export class SemaphoreModel {
     local?: { until: number; maxQueue: number },
     tenantCall?: TenantCall,
   ): AcquireAnswer {
+    return answered(this.#acquire(now, token, limit, weight, leaseMs, queue, local, tenantCall), this.hold, now);
+  }
+
+  #acquire(
+    now: number,
+    token: string,
+    limit: number,
+    weight: number,
+    leaseMs: number,
+    queue?: Queueing,
+    local?: { until: number; maxQueue: number },
+    tenantCall?: TenantCall,
+  ): AcquireAnswer {
     this.prune(now);
     if (this.queue.length > 0) {
       this.idLimit = limit;
@@ -304,12 +347,14 @@ export class SemaphoreModel {
     return true;
   }
 
-  release(now: number, token: string): boolean {
+  release(now: number, token: string, heldMs?: number): boolean {
     const held = this.holders.get(token);
+    const live = held !== undefined && held.expiresAt > now;
+    if (live && heldMs !== undefined) this.hold = foldHold(this.hold, now, held.expiresAt, heldMs);
     this.holders.delete(token);
     this.prune(now);
     if (this.queue.length > 0) this.grant(now);
-    return held !== undefined && held.expiresAt > now;
+    return live;
   }
 
   leave(now: number, token: string): void {
@@ -372,6 +417,11 @@ export class SemaphoreModel {
     };
   }
 
+  /** Until when the typical hold counts (no key of the id may lapse before), if it does. */
+  holdUntil(now: number): number | undefined {
+    return this.hold !== undefined && this.hold.until > now ? this.hold.until : undefined;
+  }
+
   /** The latest end among live entries: no key of the id may lapse before it. */
   latest(now: number): { holders: number | undefined; waiters: number | undefined } {
     let holders: number | undefined;
@@ -388,6 +438,7 @@ export class LockModel {
   holder: { token: string; expiresAt: number; fence: number } | undefined;
   /** The last fence granted, ever. */
   fence = 0;
+  hold: Hold | undefined;
   queue: ModelWaiter[] = [];
   readonly grants: Announced[] = [];
   readonly told: Told[] = [];
@@ -398,7 +449,10 @@ export class LockModel {
   }
 
   #settle(now: number): void {
-    if (this.holder !== undefined && this.holder.expiresAt <= now) this.holder = undefined;
+    if (this.holder !== undefined && this.holder.expiresAt <= now) {
+      this.holder = undefined;
+      this.hold = undefined;
+    }
     this.queue = this.queue.filter((waiter) => waiter.expiresAt > now);
   }
 
@@ -433,6 +487,16 @@ export class LockModel {
     local?: { until: number; maxQueue: number },
   ): AcquireAnswer {
     this.#settle(now);
+    return answered(this.#acquire(now, token, ttlMs, queue, local), this.hold, now);
+  }
+
+  #acquire(
+    now: number,
+    token: string,
+    ttlMs: number,
+    queue?: Queueing,
+    local?: { until: number; maxQueue: number },
+  ): AcquireAnswer {
     this.#grant(now);
     if (this.holder?.token === token) {
       this.holder.expiresAt = now + ttlMs;
@@ -470,9 +534,10 @@ export class LockModel {
     return true;
   }
 
-  release(now: number, token: string): boolean {
+  release(now: number, token: string, heldMs?: number): boolean {
     this.#settle(now);
     const ours = this.holder?.token === token;
+    if (ours && heldMs !== undefined) this.hold = foldHold(this.hold, now, this.holder?.expiresAt as number, heldMs);
     if (ours) this.holder = undefined;
     this.#grant(now);
     return ours;
@@ -498,6 +563,16 @@ export class LockModel {
       fences: tokens.map((token) => (this.holder?.token === token ? this.holder.fence : 0)),
       retryAfterMs: this.#retryAfter(now),
     };
+  }
+
+  /**
+   * Until when the lock's key must last for its typical hold, if it counts:
+   * while held, the key is the lease (its end takes the hold with it).
+   */
+  holdUntil(now: number): number | undefined {
+    if (this.hold === undefined || this.hold.until <= now) return undefined;
+    if (this.holder === undefined) return this.hold.until;
+    return this.holder.expiresAt > now ? Math.min(this.hold.until, this.holder.expiresAt) : undefined;
   }
 
   stats(now: number): { held: boolean; expiresInMs: number } {
