@@ -19,7 +19,9 @@ if value then
   if (who or value) == token then
     ours = true
     fence = tonumber(fence) or 0
-    local record = string.match(rest or '', '^ (.+)$')
+    local avg, at, upto = string.match(rest or '', '^ (%d+):(%d+):(%d+)$')
+    avg, at, upto = tonumber(avg), tonumber(at), tonumber(upto)
+    local wrote = false
     if held >= 0 then
       -- The lease ends one ms after the key's PXAT (see lock-acquire.lua).
       local ends = redis.call('PEXPIRETIME', lock) + 1
@@ -27,10 +29,11 @@ if value then
     end
     local keep = nil
     if fence >= now_us then keep = math.floor(fence / 1000) + 1 end
-    local upto = record and tonumber(string.match(record, '(%d+)$'))
     if upto and upto > now and (not keep or upto - 1 > keep) then keep = upto - 1 end
     if keep then
-      redis.call('SET', lock, '~ ' .. string.format('%.0f', fence) .. (record and ' ' .. record or ''), 'PXAT', keep)
+      local record = ''
+      if upto then record = string.format(' %.0f:%.0f:%.0f', avg, at, upto) end
+      redis.call('SET', lock, '~ ' .. string.format('%.0f', fence) .. record, 'PXAT', keep)
     else
       redis.call('DEL', lock)
     end

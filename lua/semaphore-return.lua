@@ -24,20 +24,23 @@ end
 if tenants and tenanted and redis.call('EXISTS', tenants) == 0 then return {-1} end
 --!include lib/clock.lua
 
-local record = marked and string.sub(marked, 3)
+-- The typical hold's figures (lib/hold.lua), parsed once.
+local avg, at, upto = string.match(marked or '', '^~h(%d+):(%d+):(%d+)$')
+avg, at, upto = tonumber(avg), tonumber(at), tonumber(upto)
+local wrote = false
 local out = {}
 for i = 1, #ARGV, 3 do
   local token, weight, held = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
   local score = redis.call('ZSCORE', holders, token)
   if score then
-    local at = string.find(token, '@', 1, true)
+    local sign = string.find(token, '@', 1, true)
     local base, suffix = token, ''
-    if at then base, suffix = string.sub(token, 1, at - 1), string.sub(token, at) end
+    if sign then base, suffix = string.sub(token, 1, sign - 1), string.sub(token, sign) end
     local members = { token }
     for w = 2, weight do members[#members + 1] = base .. '~' .. w .. suffix end
     redis.call('ZREM', holders, unpack(members))
-    if at and tenants then
-      local tenant = string.sub(token, at + 1)
+    if sign and tenants then
+      local tenant = string.sub(token, sign + 1)
       if tonumber(redis.call('ZINCRBY', tenants, -weight, tenant)) <= 0 then redis.call('ZREM', tenants, tenant) end
     end
   end
@@ -52,8 +55,8 @@ for i = 1, #ARGV, 3 do
   end
 end
 -- The record moves on (added before the old one goes: the set never empties).
-if record and '~h' .. record ~= marked then
-  redis.call('ZADD', holders, '-inf', '~h' .. record)
+if wrote then
+  redis.call('ZADD', holders, '-inf', string.format('~h%.0f:%.0f:%.0f', avg, at, upto))
   if marked then redis.call('ZREM', holders, marked) end
 end
 if tenants and redis.call('EXISTS', tenants) == 0 then redis.call('ZREM', holders, '~t') end
@@ -62,14 +65,13 @@ if tenants and redis.call('EXISTS', tenants) == 0 then redis.call('ZREM', holder
 -- alone, until then.
 local kept = 0
 if fenced then kept = 1 end
-if record then kept = kept + 1 end
+if upto then kept = kept + 1 end
 if kept > 0 and redis.call('ZCARD', holders) == kept then
   local keep = nil
   if fenced then
     local fence = tonumber(string.sub(fenced, 3))
     if fence >= now_us then keep = math.floor(fence / 1000) + 1 end
   end
-  local upto = record and tonumber(string.match(record, '(%d+)$'))
   if upto and upto > now and (not keep or upto > keep) then keep = upto end
   if keep then
     redis.call('PEXPIREAT', holders, keep)

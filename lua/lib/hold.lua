@@ -9,15 +9,11 @@
 -- id: a release within 100 ms of the last write leaves the record as it is (its hold is not
 -- counted). A write folds the hold in: avg' = round((4 avg + held) / 5), or held alone when no
 -- record counts; until' = min(the lease's end, now + max(1000, 4 avg')).
--- This fragment is that fold, inline (the fast paths define no helper). Expects the locals `record`
--- (the text, or nil), now, `ends` (the released lease's end) and `held` (ms it was held, >= 0);
--- leaves the new text in `record` (the same text when nothing is written).
-do
-  local avg, at, upto = string.match(record or '', '^(%d+):(%d+):(%d+)$')
-  avg, at, upto = tonumber(avg), tonumber(at), tonumber(upto)
-  local counts = upto ~= nil and upto > now
-  if not counts or now - at >= 100 then
-    if counts then avg = math.floor((4 * avg + held + 2) / 5) else avg = math.floor(held) end
-    record = string.format('%.0f:%.0f:%.0f', avg, now, math.min(ends, now + math.max(1000, 4 * avg)))
-  end
+-- This fragment is that fold, inline (the fast paths define no helper). Expects the locals `avg`,
+-- `at` and `upto` (the record's figures, parsed once by the caller: nil when there is none), now,
+-- `ends` (the released lease's end), `held` (ms it was held, >= 0) and `wrote`; sets the figures
+-- anew and `wrote` to true when it writes.
+if not upto or upto <= now or now - at >= 100 then
+  if upto and upto > now then avg = math.floor((4 * avg + held + 2) / 5) else avg = math.floor(held) end
+  at, upto, wrote = now, math.min(ends, now + math.max(1000, 4 * avg)), true
 end

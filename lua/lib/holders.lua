@@ -148,9 +148,12 @@ end
 -- marker when it changes (added before the old one goes: the set never empties).
 local function hold_add(now, ends, held)
   local record, marked = hold_last()
+  local avg, at, upto = string.match(record or '', '^(%d+):(%d+):(%d+)$')
+  avg, at, upto = tonumber(avg), tonumber(at), tonumber(upto)
+  local wrote = false
 --!include lib/hold.lua
-  if '~h' .. record ~= marked then
-    redis.call('ZADD', holders, '-inf', '~h' .. record)
+  if wrote then
+    redis.call('ZADD', holders, '-inf', string.format('~h%.0f:%.0f:%.0f', avg, at, upto))
     if marked then redis.call('ZREM', holders, marked) end
   end
 end
