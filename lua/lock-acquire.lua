@@ -37,7 +37,7 @@ if redis.call('EXISTS', queue) == 0 then
     return {1, 0, last}
   end
   if claim == 0 then
-    local record = string.match(rest, '^ (.+)$')
+    local record = rest
 --!include lib/hold-read.lua
     return {0, math.max(1, redis.call('PEXPIRETIME', lock) + 1 - now), hold}
   end
@@ -77,8 +77,7 @@ end
 settle(now)
 if reply[1] ~= 1 then
   reply[2] = lock_next(now)
-  local _, _, tail = lock_read()
-  local record = string.match(tail, '^ (.+)$')
+  local _, _, record = lock_read()
 --!include lib/hold-read.lua
   reply[3] = hold
 end

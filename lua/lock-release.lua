@@ -19,9 +19,8 @@ if value then
   if (who or value) == token then
     ours = true
     fence = tonumber(fence) or 0
-    local avg, at, upto = string.match(rest or '', '^ (%d+):(%d+):(%d+)$')
-    avg, at, upto = tonumber(avg), tonumber(at), tonumber(upto)
-    local wrote = false
+    local avg, upto = string.match(rest or '', '^ (%d+):(%d+)$')
+    avg, upto = tonumber(avg), tonumber(upto)
     if held >= 0 then
       -- The lease ends one ms after the key's PXAT (see lock-acquire.lua).
       local ends = redis.call('PEXPIRETIME', lock) + 1
@@ -32,7 +31,7 @@ if value then
     if upto and upto > now and (not keep or upto - 1 > keep) then keep = upto - 1 end
     if keep then
       local record = ''
-      if upto then record = string.format(' %.0f:%.0f:%.0f', avg, at, upto) end
+      if upto then record = string.format(' %d:%d', avg, upto) end
       redis.call('SET', lock, '~ ' .. string.format('%.0f', fence) .. record, 'PXAT', keep)
     else
       redis.call('DEL', lock)

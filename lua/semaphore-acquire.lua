@@ -26,7 +26,7 @@ local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')
 local fenced, record, plain = nil, nil, true
 for i = 1, #marks do
   local kind = string.sub(marks[i], 1, 2)
-  if kind == '~f' then fenced = marks[i] elseif kind == '~h' then record = string.sub(marks[i], 3) else plain = false end
+  if kind == '~f' then fenced = marks[i] elseif kind == '~h' then record = marks[i] else plain = false end
 end
 if cap == 0 and not string.find(token, '@', 1, true) and plain then
 --!include lib/take-one.lua

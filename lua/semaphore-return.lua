@@ -24,10 +24,10 @@ end
 if tenants and tenanted and redis.call('EXISTS', tenants) == 0 then return {-1} end
 --!include lib/clock.lua
 
--- The typical hold's figures (lib/hold.lua), parsed once.
-local avg, at, upto = string.match(marked or '', '^~h(%d+):(%d+):(%d+)$')
-avg, at, upto = tonumber(avg), tonumber(at), tonumber(upto)
-local wrote = false
+-- The typical hold's figures (lib/hold.lua), parsed when first needed.
+local avg, upto, parsed, wrote = nil, nil, false, false
+-- Members present (live or lapsed), markers aside.
+local present = redis.call('ZCARD', holders) - #marks
 local out = {}
 for i = 1, #ARGV, 3 do
   local token, weight, held = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
@@ -38,7 +38,12 @@ for i = 1, #ARGV, 3 do
     if sign then base, suffix = string.sub(token, 1, sign - 1), string.sub(token, sign) end
     local members = { token }
     for w = 2, weight do members[#members + 1] = base .. '~' .. w .. suffix end
-    redis.call('ZREM', holders, unpack(members))
+    -- The last of them, and the clock has passed the last fence (lib/fence.lua): it goes in the same ZREM.
+    local last = fenced and present == weight and tonumber(string.sub(fenced, 3)) < now_us
+    if last then members[#members + 1] = fenced end
+    local removed = redis.call('ZREM', holders, unpack(members))
+    if last then fenced, removed = nil, removed - 1 end
+    present = present - removed
     if sign and tenants then
       local tenant = string.sub(token, sign + 1)
       if tonumber(redis.call('ZINCRBY', tenants, -weight, tenant)) <= 0 then redis.call('ZREM', tenants, tenant) end
@@ -48,25 +53,33 @@ for i = 1, #ARGV, 3 do
   if ends and ends > now then
     out[#out + 1] = 1
     if held >= 0 then
+      if not parsed then
+        avg, upto = string.match(marked or '', '(%d+):(%d+)$')
+        avg, upto, parsed = tonumber(avg), tonumber(upto), true
+      end
 --!include lib/hold.lua
+      wrote = true
     end
   else
     out[#out + 1] = 0
   end
 end
--- The record moves on (added before the old one goes: the set never empties).
+-- The record moves on (added before the old one goes).
 if wrote then
-  redis.call('ZADD', holders, '-inf', string.format('~h%.0f:%.0f:%.0f', avg, at, upto))
-  if marked then redis.call('ZREM', holders, marked) end
+  local mark = string.format('~h%d:%d', avg, upto)
+  redis.call('ZADD', holders, '-inf', mark)
+  if marked and marked ~= mark then redis.call('ZREM', holders, marked) end
 end
-if tenants and redis.call('EXISTS', tenants) == 0 then redis.call('ZREM', holders, '~t') end
+local tenantMark = tenanted
+if tenants and tenanted and redis.call('EXISTS', tenants) == 0 then
+  redis.call('ZREM', holders, '~t')
+  tenantMark = false
+end
 -- The last holder gone, the key goes too, unless the clock has not passed the last fence yet
 -- (lib/fence.lua) or the typical hold still counts (lib/hold.lua): then it stays, holding those
 -- alone, until then.
-local kept = 0
-if fenced then kept = 1 end
-if upto then kept = kept + 1 end
-if kept > 0 and redis.call('ZCARD', holders) == kept then
+if present == 0 and not tenantMark then
+  if not parsed then upto = tonumber(string.match(marked or '', ':(%d+)$')) end
   local keep = nil
   if fenced then
     local fence = tonumber(string.sub(fenced, 3))
@@ -74,7 +87,7 @@ if kept > 0 and redis.call('ZCARD', holders) == kept then
   end
   if upto and upto > now and (not keep or upto > keep) then keep = upto end
   if keep then
-    redis.call('PEXPIREAT', holders, keep)
+    redis.call('PEXPIREAT', holders, string.format('%d', keep))
   else
     redis.call('DEL', holders)
   end

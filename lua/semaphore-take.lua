@@ -24,7 +24,7 @@ for i = 1, #marks do
     tenanted = true
   else
     local kind = string.sub(mark, 1, 2)
-    if kind == '~f' then fenced = mark elseif kind == '~h' then record = string.sub(mark, 3) end
+    if kind == '~f' then fenced = mark elseif kind == '~h' then record = mark end
   end
 end
 if tenanted then

@@ -56,15 +56,6 @@ const REFUSALS: Record<NotAcquiredReason, string> = {
   "wait-timeout": "had no permit free within waitMs. Shed the call, or raise waitMs or the limit.",
 };
 
-/**
- * What a refusal knows of when to retry, beyond its estimate: see
- * `SemaphoreNotAcquiredError.holdMs` and `.expiresInMs`.
- */
-export interface RefusalTiming {
-  holdMs?: number | undefined;
-  expiresInMs: number;
-}
-
 const LOCK_REFUSALS: Record<NotAcquiredReason, string> = {
   full: "is held by another caller. Back off, pass waitMs to queue fairly for it, or retries to spin.",
   // Locks take no tenant: never given.
@@ -124,7 +115,7 @@ export class SemaphoreNotAcquiredError extends LeaseholdError {
     retryAfterMs: number,
     reason: NotAcquiredReason = "full",
     tenant?: { name: string; limit: number },
-    timing: RefusalTiming = { expiresInMs: retryAfterMs },
+    timing: { holdMs?: number | undefined; expiresInMs: number } = { expiresInMs: retryAfterMs },
   ) {
     const whose =
       reason === "tenant-full" && tenant !== undefined ? ` for tenant "${tenant.name}" (tenantLimit ${tenant.limit})` : "";
@@ -200,7 +191,7 @@ export class LockNotAcquiredError extends LeaseholdError {
     key: string,
     retryAfterMs: number,
     reason: NotAcquiredReason = "full",
-    timing: RefusalTiming = { expiresInMs: retryAfterMs },
+    timing: { holdMs?: number | undefined; expiresInMs: number } = { expiresInMs: retryAfterMs },
   ) {
     super("ERR_LOCK_NOT_ACQUIRED", `leasehold: lock "${key}" ${LOCK_REFUSALS[reason]}`);
     this.key = key;

@@ -1,5 +1,6 @@
 import type { LeaseLostError } from "./errors.js";
 import { channels, type LostEvent, type ReleasedEvent, type Subject } from "./events.js";
+import { holdToReport } from "./hold-samples.js";
 import { isMemoryStore } from "./store/memory.js";
 import type { Store } from "./store/types.js";
 import { bounded, isFlag } from "./store-call.js";
@@ -88,8 +89,8 @@ export interface LeaseBackend {
   /** The store key (`{prefix:id}`). */
   readonly key: string;
   extend(token: string, ms: number): Promise<boolean>;
-  /** `heldMs`: how long the lease was held, for the id's typical hold (see `Store.semaphoreRelease`). */
-  release(token: string, heldMs: number): Promise<boolean>;
+  /** `heldMs`: how long the lease was held, for the id's typical hold (see `Store.semaphoreRelease`), when reported. */
+  release(token: string, heldMs: number | undefined): Promise<boolean>;
   lost(): LeaseLostError;
   /** Who the lease is for, in events. */
   readonly subject: Subject;
@@ -236,9 +237,9 @@ export class LeaseHandle implements Lease {
     return this.#answered(ours);
   }
 
-  /** How long the lease has been held, in whole ms: what its release records. */
-  #heldMs(): number {
-    return Math.round(performance.now() - this.#heldSince);
+  /** How long the lease has been held, in whole ms, when its release is to report it (see hold-samples.ts). */
+  #heldMs(): number | undefined {
+    return holdToReport(this.#backend.key, this.#heldSince);
   }
 
   /** What follows the store's answer to a release: the event, and a loss if it was not ours. */

@@ -167,7 +167,7 @@ class LockOps extends KeyCalls implements KeyOps, LeaseBackend {
     return this.store.lockExtend(this.key, token, ms);
   }
 
-  release(token: string, heldMs: number): Promise<boolean> {
+  release(token: string, heldMs: number | undefined): Promise<boolean> {
     return this.store.lockRelease(this.key, token, heldMs);
   }
 

@@ -364,7 +364,7 @@ class SemaphoreOps extends KeyCalls implements KeyOps, LeaseBackend {
     return this.store.semaphoreExtend(this.key, token, ms, this.weight);
   }
 
-  release(token: string, heldMs: number): Promise<boolean> {
+  release(token: string, heldMs: number | undefined): Promise<boolean> {
     return this.store.semaphoreRelease(this.key, token, this.weight, heldMs);
   }
 

@@ -145,15 +145,13 @@ local function hold_until(now)
 end
 
 -- Folds the hold of a live lease that ended at `ends` into the record (lib/hold.lua), moving its
--- marker when it changes (added before the old one goes: the set never empties).
+-- marker (added before the old one goes: the set never empties).
 local function hold_add(now, ends, held)
   local record, marked = hold_last()
-  local avg, at, upto = string.match(record or '', '^(%d+):(%d+):(%d+)$')
-  avg, at, upto = tonumber(avg), tonumber(at), tonumber(upto)
-  local wrote = false
+  local avg, upto = string.match(record or '', '^(%d+):(%d+)$')
+  avg, upto = tonumber(avg), tonumber(upto)
 --!include lib/hold.lua
-  if wrote then
-    redis.call('ZADD', holders, '-inf', string.format('~h%.0f:%.0f:%.0f', avg, at, upto))
-    if marked then redis.call('ZREM', holders, marked) end
-  end
+  local mark = string.format('~h%d:%d', avg, upto)
+  redis.call('ZADD', holders, '-inf', mark)
+  if marked and marked ~= mark then redis.call('ZREM', holders, marked) end
 end

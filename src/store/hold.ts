@@ -6,26 +6,18 @@
 export interface HoldRecord {
   /** Ms, a whole number. */
   avg: number;
-  /** When it was last written. */
-  at: number;
   until: number;
 }
 
-/** At most one write per id this often: a release within it leaves the record as it is. */
-const WRITE_EVERY_MS = 100;
-
 /**
  * The record after a live lease that ends at `ends` was released, having
- * been held `heldMs`: folded in (or the record unchanged within 100 ms of its
- * last write). lua/lib/hold.lua, line for line.
+ * been held `heldMs`: lua/lib/hold.lua, line for line.
  */
-export function foldHold(record: HoldRecord | undefined, now: number, ends: number, heldMs: number): HoldRecord | undefined {
-  const counts = record !== undefined && record.until > now;
-  if (counts && now - record.at < WRITE_EVERY_MS) return record;
+export function foldHold(record: HoldRecord | undefined, now: number, ends: number, heldMs: number): HoldRecord {
   // Whole ms, as the Redis store sends it.
   const held = Math.round(heldMs);
-  const avg = counts ? Math.floor((4 * record.avg + held + 2) / 5) : held;
-  return { avg, at: now, until: Math.min(ends, now + Math.max(1000, 4 * avg)) };
+  const avg = record !== undefined && record.until > now ? Math.floor((4 * record.avg + held + 2) / 5) : held;
+  return { avg, until: Math.min(ends, now + Math.max(1000, 4 * avg)) };
 }
 
 /** What a refusal says of it: the average, at least 1 ms, while it counts. */

@@ -170,12 +170,11 @@ export interface Store {
    * if its lease was still live. `weight`, when given, is the lease's own (a
    * hint that spares a lookup). `heldMs`, when given, is how long the lease
    * was held (whole ms): a live lease's is folded into the id's typical hold,
-   * which refusals answer as `holdMs`. The record is an average, written at
-   * most every 100 ms per id (a release within 100 ms of the last write
-   * leaves it as it is): `avg' = round((4 avg + heldMs) / 5)`, or `heldMs`
-   * alone when none counts. It counts until a few holds after that write
-   * (`now + max(1000, 4 avg')`), never past the end of the released lease,
-   * and the id's keys are kept that long.
+   * which refusals answer as `holdMs`: `avg' = round((4 avg + heldMs) / 5)`,
+   * or `heldMs` alone when none counts. It counts until a few holds after
+   * that release (`now + max(1000, 4 avg')`), never past the end of the
+   * released lease, and the id's keys are kept that long. (The engine passes
+   * `heldMs` with at most one release per id every 100 ms.)
    */
   semaphoreRelease(key: string, token: string, weight?: number, heldMs?: number): Promise<boolean>;
   /** Live holders (not permits) of the semaphore. */

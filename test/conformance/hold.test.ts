@@ -1,7 +1,7 @@
 // The id's typical hold (issue #15 part 4): every process's releases record how long leases were
 // held, in the id's own keys, and every refusal gives it back, so a process that has seen no lease
-// end answers as one that has. The exact rules (the average, the 100 ms between writes, how long a
-// record counts) are checked against the model (test/model); these are the engine's figures.
+// end answers as one that has. The exact rules (the average, how long a record counts) are checked
+// against the model (test/model); these are the engine's figures.
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { LockNotAcquiredError, lock, SemaphoreNotAcquiredError, type Store, semaphore } from "../../src/index.js";

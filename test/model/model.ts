@@ -28,24 +28,20 @@
  */
 
 /**
- * An id's typical hold: `avg` ms, written at `at`, counting while now < `until`.
- * The release of a live lease (one that says how long it was held) writes it,
- * unless it was written less than 100 ms before (then it stays as it is):
+ * An id's typical hold: `avg` ms, counting while now < `until`. The release
+ * of a live lease that says how long it was held writes it:
  * avg' = floor((4 avg + held + 2) / 5), or held alone when no record counts;
- * until' = min(the lease's end, now + max(1000, 4 avg')). A lock's record lives
- * in its key, which its holder's lease end takes with it: a lapse drops it.
+ * until' = min(the lease's end, now + max(1000, 4 avg')). A lock's record
+ * lives in its key, which its holder's lease end takes with it: a lapse drops it.
  */
 export interface Hold {
   avg: number;
-  at: number;
   until: number;
 }
 
 const foldHold = (hold: Hold | undefined, now: number, ends: number, held: number): Hold => {
-  const counts = hold !== undefined && hold.until > now;
-  if (counts && now - hold.at < 100) return hold;
-  const avg = counts ? Math.floor((4 * hold.avg + held + 2) / 5) : held;
-  return { avg, at: now, until: Math.min(ends, now + Math.max(1000, 4 * avg)) };
+  const avg = hold !== undefined && hold.until > now ? Math.floor((4 * hold.avg + held + 2) / 5) : held;
+  return { avg, until: Math.min(ends, now + Math.max(1000, 4 * avg)) };
 };
 
 /** The answer, with the typical hold when it did not acquire and a record counts. */
