@@ -143,7 +143,7 @@ describe("redis store", () => {
     expect(await redis.zcount(`{${prefix}:k}`, "(-inf", "+inf")).toBe(1);
     await light?.release();
     // The id's typical hold (lua/lib/hold.lua) stays, alone, for max(1 s, 4 holds) at most; then nothing.
-    expect(await redis.zrange(`{${prefix}:k}`, 0, -1)).toEqual([expect.stringMatching(/^~h\d+:\d+$/)]);
+    expect(await redis.zrange(`{${prefix}:k}`, "0", "-1")).toEqual([expect.stringMatching(/^~h\d+:\d+$/)]);
     expect(await redis.pttl(`{${prefix}:k}`)).toBeLessThanOrEqual(1_000);
     await eventually(async () => (await redis.keys(`*${prefix}*`)).length === 0);
   });
