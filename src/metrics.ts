@@ -7,7 +7,9 @@ import {
   type RejectedEvent,
   type ReleasedEvent,
   type RenewErrorEvent,
+  type StoreDownEvent,
   type StoreErrorEvent,
+  type StoreUpEvent,
   type Subject,
 } from "./events.js";
 import type { Semaphore } from "./semaphore.js";
@@ -27,6 +29,8 @@ export interface MetricsSink {
   lost(attributes: MetricAttributes): void;
   renewError(attributes: MetricAttributes): void;
   storeError(attributes: { store: string; operation: string; kind?: string; name?: string }): void;
+  /** A store went down (calls could not reach it; acquires now fail at once until a probe answers). */
+  storeDown(attributes: { store: string }): void;
   httpRejected(attributes: MetricAttributes & { status: number; reason: string }): void;
 }
 
@@ -56,6 +60,8 @@ export function watchEvents(sink: MetricsSink, options: ExportOptions = {}) {
   const attributes = (subject: Subject): MetricAttributes =>
     withId ? { kind: subject.kind, name: subject.name, id: subject.id } : { kind: subject.kind, name: subject.name };
   const outstanding = new Map<string, { attributes: MetricAttributes; count: number }>();
+  /** Each store kind seen going down or up, and whether it is up now. */
+  const stores = new Map<string, boolean>();
   const owners = new Map<string, string>();
   const seriesOf = (attrs: MetricAttributes) => `${attrs.kind}\u0000${attrs.name}\u0000${attrs.id ?? ""}`;
   const settle = (token: string) => {
@@ -117,6 +123,15 @@ export function watchEvents(sink: MetricsSink, options: ExportOptions = {}) {
       },
     ],
     [
+      CHANNELS.storeDown,
+      (message) => {
+        const { store } = message as StoreDownEvent;
+        stores.set(store, false);
+        sink.storeDown({ store });
+      },
+    ],
+    [CHANNELS.storeUp, (message) => stores.set((message as StoreUpEvent).store, true)],
+    [
       CHANNELS.httpRejected,
       (message) => {
         const event = message as HttpRejectedEvent;
@@ -129,6 +144,8 @@ export function watchEvents(sink: MetricsSink, options: ExportOptions = {}) {
   return {
     /** Leases this process holds, per series: the leak figure. */
     outstanding: () => [...outstanding.values()],
+    /** Stores seen going down or up, and whether each is up now. */
+    stores: () => [...stores].map(([store, up]) => ({ store, up })),
     /** Permits used and available of the tracked ids, read from the store. */
     tracked: async () =>
       Promise.all(

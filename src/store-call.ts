@@ -1,3 +1,4 @@
+import { breakerOf } from "./breaker.js";
 import { LeaseholdError, StoreUnavailableError } from "./errors.js";
 import { channels, type StoreErrorEvent, type Subject } from "./events.js";
 import { isMemoryStore } from "./store/memory.js";
@@ -120,6 +121,14 @@ export function bounded<T>(
 ): Promise<T> {
   const bound = timeoutOf(store);
   const limit = bound === undefined ? undefined : Math.max(1, Math.ceil(bound - spentMs));
+  const breaker = breakerOf(store);
+  if (breaker !== undefined) {
+    // Every answer says the store is up; a call that could not reach it takes it down.
+    pending.then(
+      () => breaker.answered(),
+      (error: unknown) => breaker.failed(error),
+    );
+  }
   if (limit === undefined) {
     // Promise.resolve is the promise itself when it is one; a store that answers a plain value still works.
     return Promise.resolve(pending).then(
@@ -131,19 +140,18 @@ export function bounded<T>(
   }
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          storeFailure(
-            store,
-            operation,
-            `the ${store.kind} store did not answer ${operation} within ${limit} ms. Check that it is reachable; redisStore(client, { timeoutMs }) sets this bound.`,
-            undefined,
-            subject,
-          ),
-        ),
-      limit,
-    );
+    timer = setTimeout(() => {
+      const error = storeFailure(
+        store,
+        operation,
+        `the ${store.kind} store did not answer ${operation} within ${limit} ms. Check that it is reachable; redisStore(client, { timeoutMs }) sets this bound.`,
+        undefined,
+        subject,
+      );
+      error.unreachable = true;
+      breaker?.failed(error);
+      reject(error);
+    }, limit);
   });
   return Promise.race([pending, timeout]).then(
     (reply) => {
@@ -229,6 +237,9 @@ const ignore = (): void => {};
 /** The calls the acquire path makes on one key (the engine's `KeyOps`). */
 export interface AcquireCalls {
   readonly subject: Subject;
+  readonly kind: "semaphore" | "lock";
+  /** The store key (`{prefix:id}`). */
+  readonly key: string;
   take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply>;
   /** Leave the queue and return anything held. */
   leave(store: Store, token: string): Promise<void>;
@@ -268,6 +279,12 @@ export function leaveIfTaken(store: Store, ops: AcquireCalls, token: string, ans
  * own expiry is the backstop if the store never listens again.
  */
 export function acquireOrCleanUp(store: Store, ops: AcquireCalls, token: string, queue?: QueueOptions): Promise<AcquireReply> {
+  try {
+    // A store known to be unreachable refuses at once: nothing is sent, so nothing needs cleaning up.
+    breakerOf(store)?.admit(ops.kind, ops.key);
+  } catch (error) {
+    return Promise.reject(error);
+  }
   let pending: Promise<AcquireReply>;
   try {
     pending = ops.take(store, token, queue);

@@ -183,7 +183,8 @@ export class Admission<Req, OnRejected = never> {
         status: 503,
         key: id,
         limit,
-        retryAfter: 1,
+        // While the breaker holds the store down, the time to its next probe; else a second.
+        retryAfter: Math.max(1, Math.ceil((error.retryAfterMs ?? 1000) / 1000)),
         detail: storeDownDetail(store, id),
         error,
         store,

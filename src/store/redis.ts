@@ -176,7 +176,10 @@ function inspection(reply: unknown, script: Script): Inspection {
 }
 
 function unexpected(reply: unknown, script: Script): Error {
-  return new Error(`unexpected reply ${JSON.stringify(reply)} from ${script.name}`);
+  const error = new Error(`unexpected reply ${JSON.stringify(reply)} from ${script.name}`);
+  // The server answered, wrongly: not a sign that it is unreachable (see src/breaker.ts).
+  error.name = "UnexpectedReply";
+  return error;
 }
 
 /**
