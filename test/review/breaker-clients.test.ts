@@ -55,7 +55,8 @@ describe.each(clients)("the breaker over %s", (_name, make) => {
   it("goes down when Redis dies, refuses at once, and comes back up by its own probe when Redis returns", async () => {
     const server = await startRedisServer();
     servers.push(server);
-    const store = redisStore(make(server.url), { timeoutMs: 500 });
+    // A generous bound: the node-redis clients connect on first use, and this machine is shared.
+    const store = redisStore(make(server.url), { timeoutMs: 2000 });
     const prefix = uniquePrefix();
     const slots = semaphore({ client: store, limit: 3, prefix });
     const locks = lock({ client: store, prefix: `${prefix}-l` });
