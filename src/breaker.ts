@@ -2,7 +2,7 @@ import type { StoreSource } from "./client.js";
 import { StoreUnavailableError } from "./errors.js";
 import { channels, type StoreDownEvent, type StoreUpEvent } from "./events.js";
 import { isMemoryStore } from "./store/memory.js";
-import type { Store } from "./store/types.js";
+import { declaredTimeoutMs, type Store } from "./store/types.js";
 
 /**
  * Whether a store answers, as this process has seen it: `up`, or `down`
@@ -145,7 +145,8 @@ export class Breaker {
     const down = this.#down;
     if (down === undefined) return;
     const key = this.#probeKey;
-    const timeoutMs = (this.store as { timeoutMs?: number }).timeoutMs ?? 2000;
+    // The same bound as every call's: a declared value a timer cannot hold (Infinity, "5s") is not used.
+    const timeoutMs = declaredTimeoutMs(this.store);
     let read: Promise<unknown>;
     try {
       read =

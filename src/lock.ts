@@ -17,7 +17,7 @@ import {
   type WaitOptions,
 } from "./options.js";
 import type { AcquireReply, LockStats, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
-import { bounded, isLockStats } from "./store-call.js";
+import { bounded, isLockStats, send } from "./store-call.js";
 import { id as checkId, knownOptions, optionsObject } from "./validate.js";
 
 /** Options of `acquire` on a lock. */
@@ -114,7 +114,13 @@ class DistributedLock implements Lock {
     const key = this.#defaults.keys.of(checkId(id));
     const store = await this.#defaults.source.get();
     breakerOf(store)?.admit("lock", key);
-    return bounded(store, "stats", store.lockStats(key), isLockStats, subjectOf("lock", id));
+    return bounded(
+      store,
+      "stats",
+      send(() => store.lockStats(key)),
+      isLockStats,
+      subjectOf("lock", id),
+    );
   }
 
   health(): Promise<StoreHealth> {

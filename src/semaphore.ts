@@ -17,7 +17,7 @@ import {
   type WaitOptions,
 } from "./options.js";
 import type { AcquireReply, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
-import { bounded, isCount, isFigures } from "./store-call.js";
+import { bounded, isCount, isFigures, send } from "./store-call.js";
 import {
   type TenantCallOptions,
   type TenantDefaults,
@@ -251,7 +251,13 @@ class DistributedSemaphore implements Semaphore {
     const key = this.#defaults.keys.of(checkId(id));
     const store = await this.#defaults.source.get();
     breakerOf(store)?.admit("semaphore", key);
-    return bounded(store, "count", store.semaphoreCount(key), isCount, subjectOf("semaphore", id));
+    return bounded(
+      store,
+      "count",
+      send(() => store.semaphoreCount(key)),
+      isCount,
+      subjectOf("semaphore", id),
+    );
   }
 
   health(): Promise<StoreHealth> {
@@ -269,7 +275,13 @@ class DistributedSemaphore implements Semaphore {
     const store = await this.#defaults.source.get();
     breakerOf(store)?.admit("semaphore", key);
     const subject = subjectOf("semaphore", id, tenant?.name);
-    const figures = await bounded(store, "stats", store.semaphoreStats(key, tenant?.name), isFigures, subject);
+    const figures = await bounded(
+      store,
+      "stats",
+      send(() => store.semaphoreStats(key, tenant?.name)),
+      isFigures,
+      subject,
+    );
     if (tenant === undefined) {
       return {
         limit,

@@ -2,36 +2,26 @@ import { breakerOf } from "./breaker.js";
 import { LeaseholdError, StoreUnavailableError } from "./errors.js";
 import { channels, type StoreErrorEvent, type Subject } from "./events.js";
 import { isMemoryStore } from "./store/memory.js";
-import type {
-  AcquireReply,
-  Grant,
-  LockStats,
-  QueueOptions,
-  SemaphoreFigures,
-  Store,
-  WaiterRefresh,
-  WaiterStatus,
+import {
+  type AcquireReply,
+  declaredMs,
+  declaredTimeoutMs,
+  type Grant,
+  type LockStats,
+  type QueueOptions,
+  type SemaphoreFigures,
+  type Store,
+  type WaiterRefresh,
+  type WaiterStatus,
 } from "./store/types.js";
 import { MAX_MS } from "./validate.js";
 
-/** Default bound for stores that do not name their own (a custom store). */
-const DEFAULT_TIMEOUT_MS = 2000;
 /** How long a waiter's own lease lasts when the store does not say. */
 const DEFAULT_WAITER_LEASE_MS = 5000;
 
-/**
- * A duration a store declares about itself, or `fallback` when it declares
- * none or one a timer cannot hold (a custom store's `Infinity` or `"5s"`
- * would make every timer built on it fire at once).
- */
-function declaredMs(store: Store, property: "timeoutMs" | "waiterLeaseMs", fallback: number): number {
-  const own = (store as { timeoutMs?: unknown; waiterLeaseMs?: unknown })[property];
-  return typeof own === "number" && own >= 1 && own <= MAX_MS ? own : fallback;
-}
-
 /** The embedded store answers in the same process and never hangs: no timer on its hot path. */
 function timeoutOf(store: Store): number | undefined {
-  return isMemoryStore(store) ? undefined : declaredMs(store, "timeoutMs", DEFAULT_TIMEOUT_MS);
+  return isMemoryStore(store) ? undefined : declaredTimeoutMs(store);
 }
 
 /** The store's waiter lease (see `QueueOptions.claimMs`), or the default. */
