@@ -25,23 +25,65 @@ const FIRST_PROBE_MS = 250;
 const MOST_PROBE_MS = 2000;
 
 /**
- * Error replies that mean "the server is there but cannot serve now": they
- * take the store down like a refused connection. Any other error reply (a
- * script error, OOM at maxmemory, a missing permission) is an answer: the
- * store is up, and the call alone fails.
+ * Error replies that mean "the server is there but cannot serve any call
+ * now", whatever the key: they take the store down like a refused
+ * connection, and the probe sees them too. Not `READONLY` (a client left on
+ * a replica: every write fails at once, but the read-only probe succeeds, so
+ * the store would flap) nor `TRYAGAIN` (one key's slot moving): those fail
+ * fast on their own and are answers.
  */
-const UNAVAILABLE_REPLIES = /^(LOADING|BUSY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|READONLY)\b/;
-/** What Redis error replies look like, from any client: an upper-case code, then the text. */
-const ERROR_REPLY = /^[A-Z][A-Z_-]+\b/;
+const UNAVAILABLE_REPLIES = /^(LOADING|BUSY|MASTERDOWN|CLUSTERDOWN)\b/;
+/** Codes of a socket that could not reach the server, or lost it. */
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENETDOWN",
+]);
+/** What ioredis, iovalkey and node-redis call a command they could not deliver or got no answer to. */
+const CLIENT_ERRORS = new Set([
+  "ClientClosedError",
+  "ClientOfflineError",
+  "ConnectionTimeoutError",
+  "ReconnectStrategyError",
+  "RootNodesUnavailableError",
+  "SocketClosedUnexpectedlyError",
+  "SocketTimeoutError",
+  "TimeoutError",
+  "MaxRetriesPerRequestError",
+  "ClusterAllFailedError",
+]);
+const CLIENT_MESSAGES =
+  /\b(ECONNREFUSED|ECONNRESET|ECONNABORTED|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|ENETDOWN)\b|connection is closed|client is closed|socket closed unexpectedly|connection timeout|command timed out|stream isn't writeable|cluster isn't ready|cluster is disconnect|node is disconnected|none of startup nodes is available|root nodes are unavailable|max retries per request/i;
 
-/** True when `error` says the store could not be reached (a timeout, a closed or refused connection), not that it answered. */
+/**
+ * True when `error` says the store could not be reached (our timeout, a
+ * refused, reset or closed connection, a client giving up on delivery, or
+ * a reply that says no call can be served now), not that it answered. Only
+ * these take a store down: anything else (an error reply, a bad reply, a
+ * custom store's own bug) is that call's failure, and tripping on it would
+ * turn one bad id into an outage (the probe reads the id that failed). A
+ * custom store says "unreachable" with an error whose `code` is a network
+ * code (`ECONNREFUSED`, `ETIMEDOUT`, …) or whose `unreachable` is `true`.
+ */
 export function unreachable(error: unknown): boolean {
-  if (error instanceof StoreUnavailableError && error.unreachable) return true;
-  const cause = error instanceof StoreUnavailableError ? error.cause : error;
-  if (cause === undefined || (cause instanceof Error && cause.name === "UnexpectedReply")) return false;
-  const message = cause instanceof Error ? cause.message : String(cause);
-  if (UNAVAILABLE_REPLIES.test(message)) return true;
-  return !ERROR_REPLY.test(message);
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 4; cause = cause.cause, depth++) {
+    if ((cause as { unreachable?: unknown }).unreachable === true) return true;
+    if (cause.name === "UnexpectedReply") return false;
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === "string" && NETWORK_CODES.has(code)) return true;
+    if (CLIENT_ERRORS.has(cause.name) || CLIENT_ERRORS.has(cause.constructor.name)) return true;
+    if (UNAVAILABLE_REPLIES.test(cause.message) || CLIENT_MESSAGES.test(cause.message)) return true;
+    // Node's connect errors over several addresses (IPv4 and IPv6) come as one AggregateError.
+    if (cause instanceof AggregateError && cause.errors.some((inner) => unreachable(inner))) return true;
+  }
+  return false;
 }
 
 /** A store that is down: since when, why, and its next probe. */

@@ -1,14 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { lock, memoryStore, type Store, semaphore } from "../../src/index.js";
 
-// A failing reproduction, not picked up by vitest: to run it, copy it to a *.test.ts name
-// (cp test/review/memory-wrapper.repro.ts test/review/x.test.ts && npx vitest run test/review/x.test.ts).
-// A store wrapped with Object.create, the pattern the Redis store supports on purpose (its fields are
-// not #private "so wrappers made with Object.create(store) keep working", and the tests wrap it so),
-// fails on the embedded store: isMemoryStore() is `instanceof`, true for the wrapper, so the engine
-// calls wrapper.takeNow(), whose #private fields reject the wrapper as receiver: a raw TypeError
-// ("Receiver must be an instance of class MemoryStore"), not StoreUnavailableError, from every
-// acquire. The wrapper's own overrides are bypassed too (the engine never calls its Store methods).
+// Found by review: a store wrapped with Object.create, the pattern the Redis store supports on purpose,
+// failed on the embedded store. isMemoryStore() was `instanceof`, true for the wrapper, so the engine
+// called the wrapper's synchronous cores, whose #private fields reject it as receiver (a raw TypeError
+// from every acquire), and the wrapper's own overrides were bypassed. Now only the store itself takes
+// the in-process path; a wrapper goes through its Store methods, bound to the store.
 describe("the embedded store wrapped with Object.create", () => {
   it("acquires through the wrapper, and the wrapper's overrides are called", async () => {
     const inner = memoryStore();

@@ -1,13 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { memoryStore, type Store, StoreUnavailableError, semaphore } from "../../src/index.js";
 
-// A failing reproduction, not picked up by vitest: to run it, copy it to a *.test.ts name.
-// A custom store that fails on ONE id with an error that is not shaped like a Redis reply (here a
-// TypeError from its own code; a DynamoDB-backed store's "ValidationException" is the same) takes the
-// whole store down: src/breaker.ts's unreachable() calls every such error "could not reach the store".
-// Then the probe reads "the last id a caller used" -- the id that failed, since admit() records it
-// before the call and nothing is admitted while down -- so every probe fails the same way and the
-// store stays down for good: every other id is refused at once, although each would be served.
+// Found by review: a custom store that failed on ONE id with an error not shaped like a Redis reply
+// (a TypeError from its own code) took the whole store down, and the probe, reading the id that
+// failed, kept it down for good. Only errors that say the store could not be reached (network codes,
+// the clients' delivery errors, our timeout, LOADING/BUSY/MASTERDOWN/CLUSTERDOWN) take it down now.
 describe("a custom store whose calls on one id fail with a non-network error", () => {
   it("does not refuse every other id from then on", async () => {
     const inner = memoryStore();
