@@ -52,6 +52,18 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** Who takes a lease: a factory's default for its calls, or one call's own. */
+export interface OwnerOptions {
+  /**
+   * Who holds the lease, as `holders(id)`, `holder(id)` and `leasehold
+   * inspect` report it: a request id, a job name, a worker. Printable, at
+   * most `MAX_OWNER_LENGTH` (128) characters. It travels inside the lease
+   * token, so recording it costs no store command.
+   * @default `<hostname>:<pid>`
+   */
+  owner?: string;
+}
+
 /** Options of `run` only: how the lease is kept while the body works. */
 export interface KeepingOptions {
   /**

@@ -4,6 +4,8 @@ import { isMemoryStore } from "./store/memory.js";
 import type {
   AcquireReply,
   Grant,
+  InspectedEntry,
+  Inspection,
   LockStats,
   QueueOptions,
   SemaphoreFigures,
@@ -175,6 +177,23 @@ export const isLockStats = (reply: unknown): boolean =>
   reply !== null &&
   typeof (reply as LockStats).held === "boolean" &&
   isWhole((reply as LockStats).expiresInMs);
+
+const isEntry = (entry: unknown): boolean =>
+  typeof entry === "object" &&
+  entry !== null &&
+  typeof (entry as InspectedEntry).token === "string" &&
+  isWhole((entry as InspectedEntry).weight) &&
+  typeof (entry as InspectedEntry).expiresInMs === "number" &&
+  Number.isFinite((entry as InspectedEntry).expiresInMs);
+
+/** Who holds and who waits: two lists of entries. */
+export const isInspection = (reply: unknown): boolean =>
+  typeof reply === "object" &&
+  reply !== null &&
+  Array.isArray((reply as Inspection).holders) &&
+  (reply as Inspection).holders.every(isEntry) &&
+  Array.isArray((reply as Inspection).waiters) &&
+  (reply as Inspection).waiters.every(isEntry);
 
 /** A fence: a positive safe integer. */
 const isFence = (value: unknown): boolean => typeof value === "number" && Number.isSafeInteger(value) && value > 0;
