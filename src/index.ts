@@ -14,6 +14,7 @@ export {
   type NotAcquiredReason,
   SemaphoreLeaseLostError,
   SemaphoreNotAcquiredError,
+  StorePermissionError,
   StoreUnavailableError,
   ValidationError,
 } from "./errors.js";

@@ -115,15 +115,16 @@ const BASE64URL = /^[A-Za-z0-9_-]+$/;
 export function holderOf(entry: InspectedEntry, now: number): Holder {
   const { token, weight } = entry;
   const at = token.indexOf("@");
-  const holder: Holder = { token, expiresAt: now + entry.expiresInMs, weight };
-  if (at >= 0) holder.tenant = token.slice(at + 1);
-  const [, stamp, owner, limit] = (at < 0 ? token : token.slice(0, at)).split(".");
-  if (stamp !== undefined && owner !== undefined && BASE36.test(stamp) && BASE64URL.test(owner)) {
-    holder.owner = Buffer.from(owner, "base64url").toString("utf8");
-    holder.acquiredAt = Number.parseInt(stamp, 36);
-    if (limit !== undefined && BASE36.test(limit)) holder.limit = Number.parseInt(limit, 36);
-  }
-  return holder;
+  const [, stamp, name, limit] = (at < 0 ? token : token.slice(0, at)).split(".");
+  const stamped = stamp !== undefined && name !== undefined && BASE36.test(stamp) && BASE64URL.test(name);
+  return {
+    token,
+    ...(stamped && { owner: Buffer.from(name, "base64url").toString("utf8"), acquiredAt: Number.parseInt(stamp, 36) }),
+    expiresAt: now + entry.expiresInMs,
+    weight,
+    ...(at >= 0 && { tenant: token.slice(at + 1) }),
+    ...(stamped && limit !== undefined && BASE36.test(limit) && { limit: Number.parseInt(limit, 36) }),
+  };
 }
 
 /** Oldest first (by acquire time; tokens without one last), then by token: the same order on every store. */

@@ -1,4 +1,4 @@
-import { LeaseholdError, StoreUnavailableError } from "./errors.js";
+import { LeaseholdError, StorePermissionError, StoreUnavailableError } from "./errors.js";
 import { channels, type StoreErrorEvent, type Subject } from "./events.js";
 import { isMemoryStore } from "./store/memory.js";
 import type {
@@ -69,6 +69,13 @@ function storeFailure(
 
 /** A failed store call as the error callers see (published); a leasehold error passes through as it is. */
 export function failed(store: Store, operation: string, error: unknown, subject?: Subject): Error {
+  if (error instanceof StorePermissionError) {
+    // The store's own error, with the fix in its message: published as it is.
+    if (channels.storeError.hasSubscribers) {
+      channels.storeError.publish({ store: store.kind, operation, error, ...subject } satisfies StoreErrorEvent);
+    }
+    return error;
+  }
   if (error instanceof LeaseholdError) return error;
   const reason = error instanceof Error ? error.message : String(error);
   return storeFailure(store, operation, `the ${store.kind} store failed ${operation}: ${reason}`, error, subject);
