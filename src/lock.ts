@@ -16,7 +16,7 @@ import {
   resolveDefaults,
   type WaitOptions,
 } from "./options.js";
-import { checkOwner, defaultOwner, type Holder, holderOf, ownerTag } from "./owner.js";
+import { checkOwner, defaultOwner, type Holder, holderOf, ownerTag, TokenTag } from "./owner.js";
 import type { AcquireReply, LockStats, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
 import { bounded, isInspection, isLockStats } from "./store-call.js";
 import { id as checkId, knownOptions, optionsObject } from "./validate.js";
@@ -102,11 +102,11 @@ const RUN_OPTIONS = [...ACQUIRE_OPTIONS, "heartbeatMs", "onRenewError"] as const
 class DistributedLock implements Lock {
   readonly #defaults: Defaults;
   /** The default owner's token tag (see `ownerTag`). */
-  readonly #tag: string;
+  readonly #tag: TokenTag;
 
   constructor(options: Record<string, unknown>) {
     this.#defaults = resolveDefaults(options, "lock", "ttlMs", 30_000);
-    this.#tag = ownerTag(options.owner === undefined ? defaultOwner() : checkOwner(options.owner));
+    this.#tag = new TokenTag(ownerTag(options.owner === undefined ? defaultOwner() : checkOwner(options.owner)));
   }
 
   async acquire(id: string, options?: LockAcquireOptions): Promise<LockLease | null> {
@@ -140,8 +140,8 @@ class DistributedLock implements Lock {
   }
 
   /** The token tag of a call (after `#prepare` checked its options). */
-  #tagOf(options: LockRunOptions | undefined): string {
-    return options?.owner === undefined ? this.#tag : ownerTag(checkOwner(options.owner));
+  #tagOf(options: LockRunOptions | undefined): TokenTag {
+    return options?.owner === undefined ? this.#tag : new TokenTag(ownerTag(checkOwner(options.owner)));
   }
 
   #prepare(id: string, options: LockRunOptions | undefined, keeping: boolean): CallSettings {
@@ -155,7 +155,7 @@ class DistributedLock implements Lock {
     return resolveCall(this.#defaults, given, keeping);
   }
 
-  async #take(id: string, settings: CallSettings, tag: string): Promise<LeaseHandle | Refused> {
+  async #take(id: string, settings: CallSettings, tag: TokenTag): Promise<LeaseHandle | Refused> {
     const ops = new LockOps(id, this.#defaults.keys.of(id), settings.leaseMs, tag);
     const outcome = await acquireLease(this.#defaults.source, settings, ops);
     if (!outcome.acquired) return outcome;
@@ -178,7 +178,7 @@ class LockOps extends KeyCalls implements KeyOps, LeaseBackend {
   readonly weight = 1;
   readonly limit = 1;
 
-  constructor(id: string, key: string, leaseMs: number, tag: string) {
+  constructor(id: string, key: string, leaseMs: number, tag: TokenTag) {
     super("lock", id, key, leaseMs, tag);
   }
 

@@ -16,7 +16,7 @@ import {
   resolveDefaults,
   type WaitOptions,
 } from "./options.js";
-import { byAge, checkOwner, defaultOwner, type Holder, holderOf, limitTag, ownerTag } from "./owner.js";
+import { byAge, checkOwner, defaultOwner, type Holder, holderOf, limitTag, ownerTag, TokenTag } from "./owner.js";
 import type { AcquireReply, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
 import { bounded, isCount, isFigures, isInspection } from "./store-call.js";
 import {
@@ -190,8 +190,8 @@ interface PreparedCall {
   limit: number;
   weight: number;
   tenant: Tenant | undefined;
-  /** What the token carries after its acquire time (see `ownerTag`). */
-  tag: string;
+  /** What the token carries after its random part (see `TokenTag`). */
+  tag: TokenTag;
 }
 
 class SemaphoreLeaseHandle extends LeaseHandle implements SemaphoreLease {
@@ -221,8 +221,8 @@ class DistributedSemaphore implements Semaphore {
   readonly #tenants: TenantDefaults;
   /** The default owner's token tag (see `ownerTag`). */
   readonly #owner: string;
-  /** The token tag of a call with the default owner and the semaphore's own limit (made once, when that limit is a number). */
-  readonly #tag: string | undefined;
+  /** The token tags of calls with the default owner, by limit (one, unless the limit is a function or a call passes its own). */
+  readonly #tags = new Map<number, TokenTag>();
 
   constructor(options: Record<string, unknown>) {
     if (options.limit === undefined) {
@@ -232,7 +232,6 @@ class DistributedSemaphore implements Semaphore {
     this.#defaults = resolveDefaults(options, "semaphore", "leaseMs", 60_000);
     this.#tenants = tenantDefaults(options, typeof this.#limit === "number" ? this.#limit : undefined);
     this.#owner = ownerTag(options.owner === undefined ? defaultOwner() : checkOwner(options.owner));
-    this.#tag = typeof this.#limit === "number" ? limitTag(this.#owner, this.#limit) : undefined;
   }
 
   acquire(id: string, options?: SemaphoreAcquireOptions): Promise<SemaphoreLease | null> {
@@ -303,8 +302,7 @@ class DistributedSemaphore implements Semaphore {
       // No per-call options: the defaults, resolved once.
       const settings = keeping ? this.#defaults.plain.run : this.#defaults.plain.acquire;
       const limit = this.#limitFor(id);
-      const tag = this.#tag ?? limitTag(this.#owner, limit);
-      return { id, key: this.#defaults.keys.of(id), settings, limit, weight: 1, tenant: undefined, tag };
+      return { id, key: this.#defaults.keys.of(id), settings, limit, weight: 1, tenant: undefined, tag: this.#tagFor(limit) };
     }
     const given = optionsObject(options, keeping ? "run" : "acquire");
     knownOptions(given, keeping ? RUN_OPTIONS : ACQUIRE_OPTIONS, `semaphore ${keeping ? "run" : "acquire"}`);
@@ -320,10 +318,19 @@ class DistributedSemaphore implements Semaphore {
     }
     const tenant = tenantOfCall(this.#tenants, given as TenantCallOptions, limit, weight);
     const tag =
-      given.owner === undefined && given.limit === undefined && this.#tag !== undefined
-        ? this.#tag
-        : limitTag(given.owner === undefined ? this.#owner : ownerTag(checkOwner(given.owner)), limit);
+      given.owner === undefined ? this.#tagFor(limit) : new TokenTag(limitTag(ownerTag(checkOwner(given.owner)), limit));
     return { id, key: this.#defaults.keys.of(id), settings, limit, weight, tenant, tag };
+  }
+
+  #tagFor(limit: number): TokenTag {
+    let tag = this.#tags.get(limit);
+    if (tag === undefined) {
+      // Bounded: a limit function with many answers makes a few more tags, never a growing map.
+      if (this.#tags.size >= 64) this.#tags.clear();
+      tag = new TokenTag(limitTag(this.#owner, limit));
+      this.#tags.set(limit, tag);
+    }
+    return tag;
   }
 
   #limitFor(id: string): number {
@@ -378,7 +385,7 @@ class SemaphoreOps extends KeyCalls implements KeyOps, LeaseBackend {
     readonly limit: number,
     readonly weight: number,
     leaseMs: number,
-    tag: string,
+    tag: TokenTag,
     tenant: Tenant | undefined,
   ) {
     super("semaphore", id, key, leaseMs, tag, tenant);
