@@ -52,7 +52,15 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-/** Who takes a lease: a factory's default for its calls, or one call's own. */
+/**
+ * Who takes a lease: a factory's default for its calls, or one call's own.
+ *
+ * @example
+ * ```ts
+ * const jobs = lock(redis, { owner: "nightly-billing" });
+ * await jobs.run("invoices", (lease) => work(lease), { owner: "nightly-billing:run-42" });
+ * ```
+ */
 export interface OwnerOptions {
   /**
    * Who holds the lease, as `holders(id)`, `holder(id)` and `leasehold

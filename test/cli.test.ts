@@ -58,7 +58,10 @@ function holding<T>(start: (body: (signal: AbortSignal) => Promise<void>) => Pro
   }).catch((error: unknown) => error);
 }
 
-describe("leasehold inspect", () => {
+// Every test here starts processes (a second or two each on a busy two-core machine): generous bounds.
+const SLOW = { timeout: 120_000 };
+
+describe("leasehold inspect", SLOW, () => {
   it("lists limit, used, holders (token, owner, age, expiry, weight, tenant) and waiters in order", async () => {
     const prefix = uniquePrefix();
     const slots = semaphore(newRedis(), { limit: 3, prefix, tenantLimit: 2 });
@@ -122,7 +125,7 @@ describe("leasehold inspect", () => {
   });
 });
 
-describe("leasehold release", () => {
+describe("leasehold release", SLOW, () => {
   it("--token frees a lock as its expiry would: the waiter is granted, and the holder's run is told at its next renewal", async () => {
     const prefix = uniquePrefix();
     const locks = lock(newRedis(), { prefix, ttlMs: 5_000 });
@@ -252,7 +255,7 @@ describe("leasehold release", () => {
   });
 });
 
-describe("leasehold watch", () => {
+describe("leasehold watch", SLOW, () => {
   it("reads again every interval until interrupted, then exits 0", async () => {
     const prefix = uniquePrefix();
     const slots = semaphore(newRedis(), { limit: 2, prefix });
@@ -274,7 +277,7 @@ describe("leasehold watch", () => {
   });
 });
 
-describe("leasehold errors: one line, a non-zero status", () => {
+describe("leasehold errors: one line, a non-zero status", SLOW, () => {
   it("a URL that is not redis:// or rediss://, or not a URL, is a usage error", async () => {
     failedWith(
       await cli(["inspect", "x", "--url", "http://127.0.0.1:6379"]),
@@ -293,17 +296,25 @@ describe("leasehold errors: one line, a non-zero status", () => {
 
   it("bad arguments name what is wrong", async () => {
     const url = ["--url", redisUrl()];
-    failedWith(await cli([]), 2, /a command is needed/);
-    failedWith(await cli(["frobnicate", "x"]), 2, /unknown command "frobnicate"/);
-    failedWith(await cli(["inspect"]), 2, /inspect needs the id/);
-    failedWith(await cli(["inspect", "a", "b"]), 2, /takes one id/);
-    failedWith(await cli(["inspect", "x", "--nope"]), 2, /Unknown option '--nope'/);
-    failedWith(await cli(["inspect", "x", "--kind", "mutex", ...url]), 2, /--kind must be semaphore or lock/);
-    failedWith(await cli(["inspect", "x", "--prefix", "a:b", ...url]), 2, /prefix/);
-    failedWith(await cli(["inspect", "x", "--token", "abc", ...url]), 2, /--token does not apply to inspect/);
-    failedWith(await cli(["release", "x", ...url]), 2, /release needs --token <token> \(one holder\) or --all/);
-    failedWith(await cli(["release", "x", "--all", "--token", "a", ...url]), 2, /not both/);
-    failedWith(await cli(["watch", "x", "--interval", "5", ...url]), 2, /--interval must be/);
+    const cases: [string[], RegExp][] = [
+      [[], /a command is needed/],
+      [["frobnicate", "x"], /unknown command "frobnicate"/],
+      [["inspect"], /inspect needs the id/],
+      [["inspect", "a", "b"], /takes one id/],
+      [["inspect", "x", "--nope"], /Unknown option '--nope'/],
+      [["inspect", "x", "--kind", "mutex", ...url], /--kind must be semaphore or lock/],
+      [["inspect", "x", "--prefix", "a:b", ...url], /prefix/],
+      [["inspect", "x", "--token", "abc", ...url], /--token does not apply to inspect/],
+      [["release", "x", ...url], /release needs --token <token> \(one holder\) or --all/],
+      [["release", "x", "--all", "--token", "a", ...url], /not both/],
+      [["watch", "x", "--interval", "5", ...url], /--interval must be/],
+    ];
+    // Two at a time: each is a process of its own, and none reaches Redis.
+    for (let i = 0; i < cases.length; i += 2) {
+      const batch = cases.slice(i, i + 2);
+      const ran = await Promise.all(batch.map(([args]) => cli(args)));
+      for (const [j, result] of ran.entries()) failedWith(result, 2, (batch[j] as [string[], RegExp])[1]);
+    }
     const help = await cli(["--help"]);
     expect(help).toMatchObject({ code: 0, stderr: "" });
     expect(help.stdout).toContain("Usage: leasehold <command> <id> [options]");

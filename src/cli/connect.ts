@@ -69,12 +69,17 @@ export async function connect(url: string, keepTrying = false): Promise<Connecti
     retryStrategy: keepTrying ? () => 1000 : () => null,
   });
   // Failures reach the caller through connect() and each command; the events would repeat them.
-  redis.on("error", () => {});
+  // The last one is kept: a connect() given up on says only "Connection is closed."
+  let cause: Error | undefined;
+  redis.on("error", (error) => {
+    cause = error;
+  });
   try {
     await redis.connect();
   } catch (error) {
     redis.disconnect();
-    throw new CliError(`cannot reach Redis at ${shownUrl(url)}: ${error instanceof Error ? error.message : String(error)}`);
+    const said = (cause ?? (error instanceof Error ? error : undefined))?.message ?? String(error);
+    throw new CliError(`cannot reach Redis at ${shownUrl(url)}: ${said}`);
   }
   const store = redisStore(redis as never, { timeoutMs: 5000 });
   return { store, close: () => redis.disconnect() };
