@@ -4,6 +4,7 @@ import type { StoreSource } from "./client.js";
 import type { NotAcquiredReason } from "./errors.js";
 import { type AcquiredEvent, channels, type RejectedEvent, type Subject, subjectOf } from "./events.js";
 import type { CallSettings } from "./options.js";
+import { stampToken, type TokenTag } from "./owner.js";
 import { isMemoryStore, type LocalStore } from "./store/memory.js";
 import type { AcquireReply, QueueOptions, Store, TenantOptions } from "./store/types.js";
 import { acquireOrCleanUp, leave, waiterLeaseOf } from "./store-call.js";
@@ -92,6 +93,8 @@ export interface KeyOps extends WaitingCalls {
   readonly leaseMs: number;
   /** The caller's tenant and its share (a semaphore call that passed one). */
   readonly tenant?: Tenant | undefined;
+  /** What the token carries after its random part and acquire time: owner (and limit), see `ownerTag`. */
+  readonly tag: TokenTag;
   /** A semaphore's limit and weight, for events. */
   readonly permits?: { limit: number; weight: number };
 }
@@ -112,6 +115,7 @@ export abstract class KeyCalls {
     readonly id: string,
     readonly key: string,
     readonly leaseMs: number,
+    readonly tag: TokenTag,
     readonly tenant?: Tenant,
   ) {}
 
@@ -157,8 +161,9 @@ function acquireFrom(
   ops: KeyOps,
   startedAt: number,
 ): Acquired | Refused | Promise<Acquired | Refused> {
-  // A tenant's lease carries its tenant in its token: every later call on the lease counts against it.
-  const token = ops.tenant === undefined ? newToken() : `${newToken()}@${ops.tenant.name}`;
+  // The token says who took the lease and when (for `holders`, at no extra store cost); a tenant's
+  // lease carries its tenant too: every later call on the lease counts against it.
+  const token = stampToken(newToken(), ops.tag, ops.tenant?.name, startedAt);
   if (!isMemoryStore(store)) return acquireRemotely(store, settings, ops, token, startedAt);
   if (settings.waitMs > 0 || settings.retries > 0) return acquireLocally(store, settings, ops, token, startedAt);
   const reply = store.takeNow(ops.kind, ops.key, token, ops.limit, ops.weight, ops.leaseMs, ops.tenant);

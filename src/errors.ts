@@ -223,6 +223,32 @@ export class StoreUnavailableError extends LeaseholdError {
 }
 
 /**
+ * The Redis user leasehold connects as may not run a command (or touch a key
+ * or channel) that leasehold needs: an ACL that is missing a permission. Not
+ * transient, so never retried: an acquire rejects with it at once, and a
+ * waiter stops waiting with it. `command` names what was refused (e.g.
+ * `"zadd"`, or `"keys"` / `"channels"` for a key or channel pattern), and the
+ * message gives the `ACL SETUSER` fix; docs/operations.md lists the full ACL.
+ *
+ * @example
+ * ```ts
+ * catch (error) {
+ *   if (error instanceof StorePermissionError) log.error(`fix the Redis ACL: +${error.command}`);
+ * }
+ * ```
+ */
+export class StorePermissionError extends StoreUnavailableError {
+  override readonly code = "ERR_STORE_PERMISSION";
+  /** The command refused, lower case (`"evalsha"`, `"zadd"`), or `"keys"` / `"channels"` when a key or channel pattern was. */
+  readonly command: string;
+
+  constructor(command: string, message: string, cause?: unknown) {
+    super(message, cause, "redis");
+    this.command = command;
+  }
+}
+
+/**
  * The HTTP client went away before its response finished. An adapter aborts
  * the handler's `lease.signal` with it, so the work can stop; the permit is
  * returned once the work has ended, at the latest `disconnectGraceMs` later

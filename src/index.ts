@@ -15,6 +15,7 @@ export {
   type NotAcquiredReason,
   SemaphoreLeaseLostError,
   SemaphoreNotAcquiredError,
+  StorePermissionError,
   StoreUnavailableError,
   ValidationError,
 } from "./errors.js";
@@ -33,7 +34,8 @@ export {
 } from "./events.js";
 export type { Lease, LockLease, SemaphoreLease } from "./lease.js";
 export { type Lock, type LockAcquireOptions, type LockOptions, type LockRunOptions, lock } from "./lock.js";
-export type { CallOptions, KeepingOptions, RetryOptions, WaitOptions } from "./options.js";
+export type { CallOptions, KeepingOptions, OwnerOptions, RetryOptions, WaitOptions } from "./options.js";
+export { type Holder, MAX_OWNER_LENGTH } from "./owner.js";
 export {
   type Semaphore,
   type SemaphoreAcquireOptions,

@@ -21,7 +21,12 @@ import { positiveMs } from "./validate.js";
 export interface Lease {
   /** The id the lease was taken on, as passed to `acquire` or `run`. */
   readonly key: string;
-  /** This holder's token: 128 random bits, base64url. Only it can extend or release the lease. */
+  /**
+   * This holder's token: 128 random bits (base64url), then when and by whom
+   * the lease was taken (`.<ms, base36>.<owner, base64url>`, a semaphore's
+   * `.<limit, base36>`, and `@<tenant>` for a tenant's). Only it can extend
+   * or release the lease; `holders(id)` reads the rest back.
+   */
   readonly token: string;
   /**
    * The fencing token: a safe integer greater than that of every earlier

@@ -11,17 +11,19 @@ import {
   type Defaults,
   factoryOptions,
   type KeepingOptions,
+  type OwnerOptions,
   type RetryOptions,
   resolveCall,
   resolveDefaults,
   type WaitOptions,
 } from "./options.js";
+import { checkOwner, defaultOwner, type Holder, holderOf, ownerTag, TokenTag } from "./owner.js";
 import type { AcquireReply, LockStats, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
-import { bounded, isLockStats, send } from "./store-call.js";
+import { bounded, isInspection, isLockStats, send } from "./store-call.js";
 import { id as checkId, knownOptions, optionsObject } from "./validate.js";
 
 /** Options of `acquire` on a lock. */
-export interface LockAcquireOptions extends RetryOptions, WaitOptions, CallOptions {
+export interface LockAcquireOptions extends RetryOptions, WaitOptions, CallOptions, OwnerOptions {
   /**
    * How long the lock is held without an extend, in ms.
    * @default the lock's ttlMs (30000)
@@ -33,7 +35,7 @@ export interface LockAcquireOptions extends RetryOptions, WaitOptions, CallOptio
 export interface LockRunOptions extends LockAcquireOptions, KeepingOptions {}
 
 /** Options of {@link lock}. Every `acquire`/`run` option may be given here as a default. */
-export interface LockOptions extends RetryOptions, WaitOptions, KeepingOptions {
+export interface LockOptions extends RetryOptions, WaitOptions, KeepingOptions, OwnerOptions {
   /**
    * Where leases live: an ioredis `Redis` or `Cluster`, a promise of one, a
    * factory, or a store. Omitted: the process-wide embedded memory store.
@@ -71,6 +73,18 @@ export interface Lock {
   stats(id: string): Promise<LockStats>;
   /** Whether the store answers, as this process has seen it, without a round trip (see `Semaphore.health`). */
   health(): Promise<StoreHealth>;
+  /**
+   * Who holds the lock on `id` now: its token, owner, acquire time and end
+   * (a waiter it was handed to included), or `null` when it is free. One
+   * store round trip, no writes.
+   *
+   * @example
+   * ```ts
+   * const h = await locks.holder("order:42");
+   * if (h) log.warn(`order:42 held by ${h.owner} since ${new Date(h.acquiredAt ?? 0).toISOString()}`);
+   * ```
+   */
+  holder(id: string): Promise<Holder | null>;
 }
 
 const FACTORY_OPTIONS = [
@@ -83,20 +97,24 @@ const FACTORY_OPTIONS = [
   "maxQueue",
   "heartbeatMs",
   "onRenewError",
+  "owner",
 ] as const;
-const ACQUIRE_OPTIONS = ["ttlMs", "retries", "retryDelayMs", "waitMs", "maxQueue", "signal"] as const;
+const ACQUIRE_OPTIONS = ["ttlMs", "retries", "retryDelayMs", "waitMs", "maxQueue", "signal", "owner"] as const;
 const RUN_OPTIONS = [...ACQUIRE_OPTIONS, "heartbeatMs", "onRenewError"] as const;
 
 class DistributedLock implements Lock {
   readonly #defaults: Defaults;
+  /** The default owner's token tag (see `ownerTag`). */
+  readonly #tag: TokenTag;
 
   constructor(options: Record<string, unknown>) {
     this.#defaults = resolveDefaults(options, "lock", "ttlMs", 30_000);
+    this.#tag = new TokenTag(ownerTag(options.owner === undefined ? defaultOwner() : checkOwner(options.owner)));
   }
 
   async acquire(id: string, options?: LockAcquireOptions): Promise<LockLease | null> {
     const settings = this.#prepare(id, options, false);
-    const outcome = await this.#take(id, settings);
+    const outcome = await this.#take(id, settings, this.#tagOf(options));
     return outcome instanceof LeaseHandle ? outcome : null;
   }
 
@@ -105,7 +123,7 @@ class DistributedLock implements Lock {
       throw new ValidationError("fn", "run(id, fn) needs a function to run while the lock is held.");
     }
     const settings = this.#prepare(id, options, true);
-    const outcome = await this.#take(id, settings);
+    const outcome = await this.#take(id, settings, this.#tagOf(options));
     if (!(outcome instanceof LeaseHandle)) throw new LockNotAcquiredError(id, outcome.retryAfterMs, outcome.reason);
     return keepLease(outcome, fn, settings);
   }
@@ -127,6 +145,19 @@ class DistributedLock implements Lock {
     return healthOfSource(this.#defaults.source);
   }
 
+  async holder(id: string): Promise<Holder | null> {
+    const key = this.#defaults.keys.of(checkId(id));
+    const store = await this.#defaults.source.get();
+    const seen = await bounded(store, "holder", store.lockInspect(key), isInspection, subjectOf("lock", id));
+    const held = seen.holders[0];
+    return held === undefined ? null : holderOf(held, Date.now());
+  }
+
+  /** The token tag of a call (after `#prepare` checked its options). */
+  #tagOf(options: LockRunOptions | undefined): TokenTag {
+    return options?.owner === undefined ? this.#tag : new TokenTag(ownerTag(checkOwner(options.owner)));
+  }
+
   #prepare(id: string, options: LockRunOptions | undefined, keeping: boolean): CallSettings {
     checkId(id);
     // No per-call options: the defaults, resolved once.
@@ -138,8 +169,8 @@ class DistributedLock implements Lock {
     return resolveCall(this.#defaults, given, keeping);
   }
 
-  async #take(id: string, settings: CallSettings): Promise<LeaseHandle | Refused> {
-    const ops = new LockOps(id, this.#defaults.keys.of(id), settings.leaseMs);
+  async #take(id: string, settings: CallSettings, tag: TokenTag): Promise<LeaseHandle | Refused> {
+    const ops = new LockOps(id, this.#defaults.keys.of(id), settings.leaseMs, tag);
     const outcome = await acquireLease(this.#defaults.source, settings, ops);
     if (!outcome.acquired) return outcome;
     ops.store = outcome.store;
@@ -161,8 +192,8 @@ class LockOps extends KeyCalls implements KeyOps, LeaseBackend {
   readonly weight = 1;
   readonly limit = 1;
 
-  constructor(id: string, key: string, leaseMs: number) {
-    super("lock", id, key, leaseMs);
+  constructor(id: string, key: string, leaseMs: number, tag: TokenTag) {
+    super("lock", id, key, leaseMs, tag);
   }
 
   take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply> {

@@ -52,6 +52,26 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * Who takes a lease: a factory's default for its calls, or one call's own.
+ *
+ * @example
+ * ```ts
+ * const jobs = lock(redis, { owner: "nightly-billing" });
+ * await jobs.run("invoices", (lease) => work(lease), { owner: "nightly-billing:run-42" });
+ * ```
+ */
+export interface OwnerOptions {
+  /**
+   * Who holds the lease, as `holders(id)`, `holder(id)` and `leasehold
+   * inspect` report it: a request id, a job name, a worker. Printable, at
+   * most `MAX_OWNER_LENGTH` (128) characters. It travels inside the lease
+   * token, so recording it costs no store command.
+   * @default `<hostname>:<pid>`
+   */
+  owner?: string;
+}
+
 /** Options of `run` only: how the lease is kept while the body works. */
 export interface KeepingOptions {
   /**

@@ -11,13 +11,15 @@ import {
   type Defaults,
   factoryOptions,
   type KeepingOptions,
+  type OwnerOptions,
   type RetryOptions,
   resolveCall,
   resolveDefaults,
   type WaitOptions,
 } from "./options.js";
+import { byAge, checkOwner, defaultOwner, type Holder, holderOf, limitTag, ownerTag, TokenTag } from "./owner.js";
 import type { AcquireReply, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
-import { bounded, isCount, isFigures, send } from "./store-call.js";
+import { bounded, isCount, isFigures, isInspection, send } from "./store-call.js";
 import {
   type TenantCallOptions,
   type TenantDefaults,
@@ -28,7 +30,7 @@ import {
 import { id as checkId, integerAtLeast, knownOptions, optionsObject } from "./validate.js";
 
 /** Options of `acquire` on a semaphore. */
-export interface SemaphoreAcquireOptions extends RetryOptions, WaitOptions, CallOptions, TenantCallOptions {
+export interface SemaphoreAcquireOptions extends RetryOptions, WaitOptions, CallOptions, TenantCallOptions, OwnerOptions {
   /**
    * How long the permit is held without an extend, in ms.
    * @default the semaphore's leaseMs (60000)
@@ -50,7 +52,7 @@ export interface SemaphoreAcquireOptions extends RetryOptions, WaitOptions, Call
 export interface SemaphoreRunOptions extends SemaphoreAcquireOptions, KeepingOptions {}
 
 /** Options of {@link semaphore}. Every `acquire`/`run` option may be given here as a default. */
-export interface SemaphoreOptions extends RetryOptions, WaitOptions, KeepingOptions, TenantFactoryOptions {
+export interface SemaphoreOptions extends RetryOptions, WaitOptions, KeepingOptions, TenantFactoryOptions, OwnerOptions {
   /**
    * Where leases live: an ioredis `Redis` or `Cluster`, a promise of one, a
    * factory, or a store. Omitted: the process-wide embedded memory store.
@@ -110,6 +112,19 @@ export interface Semaphore {
    */
   stats(id: string): Promise<SemaphoreStats>;
   stats(id: string, options: { tenant: string; tenantLimit?: number }): Promise<TenantStats>;
+  /**
+   * Who holds permits of `id` now, oldest first: each live lease's token,
+   * owner, acquire time, end, weight and tenant (granted waiters included).
+   * One store round trip, no writes; lapsed leases are left out.
+   *
+   * @example
+   * ```ts
+   * for (const h of await slots.holders("openai")) {
+   *   log.info({ owner: h.owner, heldMs: Date.now() - (h.acquiredAt ?? Date.now()), weight: h.weight });
+   * }
+   * ```
+   */
+  holders(id: string): Promise<Holder[]>;
 }
 
 /** What {@link Semaphore.stats} reports. */
@@ -158,6 +173,7 @@ const FACTORY_OPTIONS = [
   "onRenewError",
   "tenantLimit",
   "tenantMaxQueue",
+  "owner",
 ] as const;
 const ACQUIRE_OPTIONS = [
   "leaseMs",
@@ -171,6 +187,7 @@ const ACQUIRE_OPTIONS = [
   "tenant",
   "tenantLimit",
   "tenantMaxQueue",
+  "owner",
 ] as const;
 const RUN_OPTIONS = [...ACQUIRE_OPTIONS, "heartbeatMs", "onRenewError"] as const;
 
@@ -188,6 +205,8 @@ interface PreparedCall {
   limit: number;
   weight: number;
   tenant: Tenant | undefined;
+  /** What the token carries after its random part (see `TokenTag`). */
+  tag: TokenTag;
 }
 
 class SemaphoreLeaseHandle extends LeaseHandle implements SemaphoreLease {
@@ -215,6 +234,10 @@ class DistributedSemaphore implements Semaphore {
   readonly #defaults: Defaults;
   readonly #limit: number | ((id: string) => number);
   readonly #tenants: TenantDefaults;
+  /** The default owner's token tag (see `ownerTag`). */
+  readonly #owner: string;
+  /** The token tags of calls with the default owner, by limit (one, unless the limit is a function or a call passes its own). */
+  readonly #tags = new Map<number, TokenTag>();
 
   constructor(options: Record<string, unknown>) {
     if (options.limit === undefined) {
@@ -223,6 +246,7 @@ class DistributedSemaphore implements Semaphore {
     this.#limit = typeof options.limit === "function" ? (options.limit as (id: string) => number) : checkLimit(options.limit);
     this.#defaults = resolveDefaults(options, "semaphore", "leaseMs", 60_000);
     this.#tenants = tenantDefaults(options, typeof this.#limit === "number" ? this.#limit : undefined);
+    this.#owner = ownerTag(options.owner === undefined ? defaultOwner() : checkOwner(options.owner));
   }
 
   acquire(id: string, options?: SemaphoreAcquireOptions): Promise<SemaphoreLease | null> {
@@ -296,13 +320,22 @@ class DistributedSemaphore implements Semaphore {
     return { tenant: tenant.name, limit: tenant.limit, used, waiting, available: Math.max(0, tenant.limit - used) };
   }
 
+  async holders(id: string): Promise<Holder[]> {
+    const key = this.#defaults.keys.of(checkId(id));
+    const store = await this.#defaults.source.get();
+    const seen = await bounded(store, "holders", store.semaphoreInspect(key), isInspection, subjectOf("semaphore", id));
+    const now = Date.now();
+    return seen.holders.map((entry) => holderOf(entry, now)).sort(byAge);
+  }
+
   /** Validates everything about a call before any slot is taken. */
   #prepare(id: string, options: SemaphoreRunOptions | undefined, keeping: boolean): PreparedCall {
     checkId(id);
     if (options === undefined) {
       // No per-call options: the defaults, resolved once.
       const settings = keeping ? this.#defaults.plain.run : this.#defaults.plain.acquire;
-      return { id, key: this.#defaults.keys.of(id), settings, limit: this.#limitFor(id), weight: 1, tenant: undefined };
+      const limit = this.#limitFor(id);
+      return { id, key: this.#defaults.keys.of(id), settings, limit, weight: 1, tenant: undefined, tag: this.#tagFor(limit) };
     }
     const given = optionsObject(options, keeping ? "run" : "acquire");
     knownOptions(given, keeping ? RUN_OPTIONS : ACQUIRE_OPTIONS, `semaphore ${keeping ? "run" : "acquire"}`);
@@ -317,7 +350,20 @@ class DistributedSemaphore implements Semaphore {
       );
     }
     const tenant = tenantOfCall(this.#tenants, given as TenantCallOptions, limit, weight);
-    return { id, key: this.#defaults.keys.of(id), settings, limit, weight, tenant };
+    const tag =
+      given.owner === undefined ? this.#tagFor(limit) : new TokenTag(limitTag(ownerTag(checkOwner(given.owner)), limit));
+    return { id, key: this.#defaults.keys.of(id), settings, limit, weight, tenant, tag };
+  }
+
+  #tagFor(limit: number): TokenTag {
+    let tag = this.#tags.get(limit);
+    if (tag === undefined) {
+      // Bounded: a limit function with many answers makes a few more tags, never a growing map.
+      if (this.#tags.size >= 64) this.#tags.clear();
+      tag = new TokenTag(limitTag(this.#owner, limit));
+      this.#tags.set(limit, tag);
+    }
+    return tag;
   }
 
   #limitFor(id: string): number {
@@ -336,7 +382,7 @@ class DistributedSemaphore implements Semaphore {
 
   /** The lease, or why not; in the same turn when the store can answer at once (the embedded one). */
   #take(call: PreparedCall): SemaphoreLeaseHandle | Refused | Promise<SemaphoreLeaseHandle | Refused> {
-    const ops = new SemaphoreOps(call.id, call.key, call.limit, call.weight, call.settings.leaseMs, call.tenant);
+    const ops = new SemaphoreOps(call.id, call.key, call.limit, call.weight, call.settings.leaseMs, call.tag, call.tenant);
     const outcome = acquireLease(this.#defaults.source, call.settings, ops);
     if (outcome instanceof Promise) return outcome.then((had) => this.#handle(call, ops, had));
     return this.#handle(call, ops, outcome);
@@ -372,9 +418,10 @@ class SemaphoreOps extends KeyCalls implements KeyOps, LeaseBackend {
     readonly limit: number,
     readonly weight: number,
     leaseMs: number,
+    tag: TokenTag,
     tenant: Tenant | undefined,
   ) {
-    super("semaphore", id, key, leaseMs, tenant);
+    super("semaphore", id, key, leaseMs, tag, tenant);
   }
 
   get permits(): { limit: number; weight: number } {

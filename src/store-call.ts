@@ -1,5 +1,5 @@
 import { breakerOf } from "./breaker.js";
-import { LeaseholdError, StoreUnavailableError } from "./errors.js";
+import { LeaseholdError, StorePermissionError, StoreUnavailableError } from "./errors.js";
 import { channels, type StoreErrorEvent, type Subject } from "./events.js";
 import { isMemoryStore } from "./store/memory.js";
 import {
@@ -7,6 +7,8 @@ import {
   declaredMs,
   declaredTimeoutMs,
   type Grant,
+  type InspectedEntry,
+  type Inspection,
   type LockStats,
   type QueueOptions,
   type SemaphoreFigures,
@@ -58,6 +60,13 @@ function storeFailure(
 
 /** A failed store call as the error callers see (published); a leasehold error passes through as it is. */
 export function failed(store: Store, operation: string, error: unknown, subject?: Subject): Error {
+  if (error instanceof StorePermissionError) {
+    // The store's own error, with the fix in its message: published as it is.
+    if (channels.storeError.hasSubscribers) {
+      channels.storeError.publish({ store: store.kind, operation, error, ...subject } satisfies StoreErrorEvent);
+    }
+    return error;
+  }
   if (error instanceof LeaseholdError) return error;
   const reason = error instanceof Error ? error.message : String(error);
   return storeFailure(store, operation, `the ${store.kind} store failed ${operation}: ${reason}`, error, subject);
@@ -173,6 +182,23 @@ export const isLockStats = (reply: unknown): boolean =>
   reply !== null &&
   typeof (reply as LockStats).held === "boolean" &&
   isWhole((reply as LockStats).expiresInMs);
+
+const isEntry = (entry: unknown): boolean =>
+  typeof entry === "object" &&
+  entry !== null &&
+  typeof (entry as InspectedEntry).token === "string" &&
+  isWhole((entry as InspectedEntry).weight) &&
+  typeof (entry as InspectedEntry).expiresInMs === "number" &&
+  Number.isFinite((entry as InspectedEntry).expiresInMs);
+
+/** Who holds and who waits: two lists of entries. */
+export const isInspection = (reply: unknown): boolean =>
+  typeof reply === "object" &&
+  reply !== null &&
+  Array.isArray((reply as Inspection).holders) &&
+  (reply as Inspection).holders.every(isEntry) &&
+  Array.isArray((reply as Inspection).waiters) &&
+  (reply as Inspection).waiters.every(isEntry);
 
 /** A fence: a positive safe integer. */
 const isFence = (value: unknown): boolean => typeof value === "number" && Number.isSafeInteger(value) && value > 0;

@@ -3,6 +3,7 @@ import { knownOptions, optionsObject, positiveMs } from "../validate.js";
 import { ACCEPTED_CLIENTS, isRedisClient, type RedisClient, type Subscriber, scriptClient } from "./clients.js";
 import { Coalescer } from "./coalesce.js";
 import { scripts } from "./lua.generated.js";
+import { permissionError } from "./permissions.js";
 import type {
   AcquireReply,
   Grant,
@@ -56,10 +57,15 @@ export interface RedisStore extends Store {
 async function runScript(client: RedisClient, script: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
   const calls = scriptClient(client);
   try {
-    return await calls.evalsha(script.sha, keys, args);
+    try {
+      return await calls.evalsha(script.sha, keys, args);
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error;
+      return await calls.eval(script.source, keys, args);
+    }
   } catch (error) {
-    if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error;
-    return calls.eval(script.source, keys, args);
+    // An ACL that lacks a permission: say which, and how to grant it, rather than "failed".
+    throw permissionError(error, script, keys[0]) ?? error;
   }
 }
 
@@ -454,7 +460,7 @@ class RedisLeaseStore implements RedisStore {
       await withTimeout(current.ready, this.timeoutMs);
     } catch (error) {
       stop();
-      throw error;
+      throw permissionError(error, undefined, key) ?? error;
     }
     return stop;
   }
