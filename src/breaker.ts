@@ -1,5 +1,5 @@
 import type { StoreSource } from "./client.js";
-import { StoreUnavailableError } from "./errors.js";
+import { ShutdownError, StoreUnavailableError } from "./errors.js";
 import { channels, type StoreDownEvent, type StoreUpEvent } from "./events.js";
 import { isMemoryStore } from "./store/memory.js";
 import type { Store } from "./store/types.js";
@@ -37,6 +37,8 @@ const ERROR_REPLY = /^[A-Z][A-Z_-]+\b/;
 /** True when `error` says the store could not be reached (a timeout, a closed or refused connection), not that it answered. */
 export function unreachable(error: unknown): boolean {
   if (error instanceof StoreUnavailableError && error.unreachable) return true;
+  // A closed store refuses: it is not down.
+  if (error instanceof ShutdownError) return false;
   const cause = error instanceof StoreUnavailableError ? error.cause : error;
   if (cause === undefined || (cause instanceof Error && cause.name === "UnexpectedReply")) return false;
   const message = cause instanceof Error ? cause.message : String(cause);

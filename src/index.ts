@@ -15,6 +15,7 @@ export {
   type NotAcquiredReason,
   SemaphoreLeaseLostError,
   SemaphoreNotAcquiredError,
+  ShutdownError,
   StoreUnavailableError,
   ValidationError,
 } from "./errors.js";
@@ -31,6 +32,7 @@ export {
   type StoreUpEvent,
   type Subject,
 } from "./events.js";
+export type { CloseOptions } from "./holdings.js";
 export type { Lease, LockLease, SemaphoreLease } from "./lease.js";
 export { type Lock, type LockAcquireOptions, type LockOptions, type LockRunOptions, lock } from "./lock.js";
 export type { CallOptions, KeepingOptions, RetryOptions, WaitOptions } from "./options.js";
@@ -43,7 +45,7 @@ export {
   semaphore,
   type TenantStats,
 } from "./semaphore.js";
-export { type MemoryStoreOptions, memoryStore } from "./store/memory.js";
+export { type MemoryStore, type MemoryStoreOptions, memoryStore } from "./store/memory.js";
 export {
   type IoredisLikeClient,
   type NodeRedisLikeClient,

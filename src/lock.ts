@@ -3,6 +3,7 @@ import { breakerOf, healthOfSource, type StoreHealth } from "./breaker.js";
 import type { ClientInput } from "./client.js";
 import { LockLeaseLostError, LockNotAcquiredError, ValidationError } from "./errors.js";
 import { subjectOf } from "./events.js";
+import { type CloseOptions, Holdings } from "./holdings.js";
 import { keepLease } from "./keeper.js";
 import { type LeaseBackend, LeaseHandle, type LockLease } from "./lease.js";
 import {
@@ -69,6 +70,19 @@ export interface Lock {
   run<T>(id: string, fn: (lease: LockLease) => T | PromiseLike<T>, options?: LockRunOptions): Promise<T>;
   /** Whether `id` is held, and for how long yet if not renewed: one store round trip. */
   stats(id: string): Promise<LockStats>;
+  /**
+   * Lets go of everything this lock holds, for a clean shutdown, as
+   * `Semaphore.close` does: later calls and queued waiters are refused with
+   * `ShutdownError`, held leases' signals abort with it, and what is still
+   * held after `graceMs` is released. Resolves when every lock is back; a
+   * second call returns the same promise.
+   *
+   * @example
+   * ```ts
+   * await locks.close({ graceMs: 2_000 });
+   * ```
+   */
+  close(options?: CloseOptions): Promise<void>;
   /** Whether the store answers, as this process has seen it, without a round trip (see `Semaphore.health`). */
   health(): Promise<StoreHealth>;
 }
@@ -89,9 +103,10 @@ const RUN_OPTIONS = [...ACQUIRE_OPTIONS, "heartbeatMs", "onRenewError"] as const
 
 class DistributedLock implements Lock {
   readonly #defaults: Defaults;
+  readonly #holdings = new Holdings("lock");
 
   constructor(options: Record<string, unknown>) {
-    this.#defaults = resolveDefaults(options, "lock", "ttlMs", 30_000);
+    this.#defaults = resolveDefaults(options, "lock", "ttlMs", 30_000, this.#holdings.signal);
   }
 
   async acquire(id: string, options?: LockAcquireOptions): Promise<LockLease | null> {
@@ -111,6 +126,7 @@ class DistributedLock implements Lock {
   }
 
   async stats(id: string): Promise<LockStats> {
+    this.#holdings.refuse();
     const key = this.#defaults.keys.of(checkId(id));
     const store = await this.#defaults.source.get();
     breakerOf(store)?.admit("lock", key);
@@ -133,20 +149,26 @@ class DistributedLock implements Lock {
   }
 
   async #take(id: string, settings: CallSettings): Promise<LeaseHandle | Refused> {
+    const holdings = this.#holdings;
+    holdings.refuse();
     const ops = new LockOps(id, this.#defaults.keys.of(id), settings.leaseMs);
-    const outcome = await acquireLease(this.#defaults.source, settings, ops);
-    if (!outcome.acquired) return outcome;
-    ops.store = outcome.store;
-    return new LeaseHandle(
-      id,
-      outcome.token,
-      outcome.fence,
-      settings.leaseMs,
-      outcome.sentAt,
-      outcome.waitedMs,
-      ops,
-      outcome.until,
-    );
+    const linked = holdings.follow(settings);
+    // close() waits for the answer, and takes back a lock it brings after close() began.
+    holdings.started();
+    try {
+      const outcome = await acquireLease(this.#defaults.source, linked?.settings ?? settings, ops);
+      if (!outcome.acquired) return outcome;
+      ops.store = outcome.store;
+      return holdings.adopt(
+        new LeaseHandle(id, outcome.token, outcome.fence, settings.leaseMs, outcome.sentAt, outcome.waitedMs, ops, outcome.until),
+      );
+    } finally {
+      holdings.ended(linked);
+    }
+  }
+
+  close(options?: CloseOptions): Promise<void> {
+    return this.#holdings.close(options, this.#defaults.source);
   }
 }
 
@@ -215,6 +237,7 @@ export function lock(...args: unknown[]): Lock {
  */
 export interface LockEngine {
   run<T>(id: string, fn: (lease: LeaseHandle) => T | PromiseLike<T>, options?: LockRunOptions): Promise<T>;
+  close(options?: CloseOptions): Promise<void>;
 }
 
 /** Creates a {@link LockEngine}; options are checked as `lock(options)` checks them. Internal. */

@@ -1,3 +1,4 @@
+import { ShutdownError } from "../errors.js";
 import { knownOptions, optionsObject, positiveMs } from "../validate.js";
 import type {
   AcquireReply,
@@ -299,11 +300,12 @@ type Kind = "semaphore" | "lock";
  * between requests would otherwise be rebuilt, with a timer, on every request.
  * The Store methods are the synchronous cores wrapped in a promise.
  */
-class MemoryStore implements LocalStore {
+class EmbeddedStore implements LocalStore {
   readonly kind = "memory";
   readonly #semaphores = new Map<string, SemaphoreState>();
   readonly #locks = new Map<string, LockState>();
   readonly #watchers = new Map<string, Set<(grant: Grant) => void>>();
+  #closing: Promise<void> | undefined;
 
   constructor(
     readonly waiterLeaseMs: number,
@@ -311,6 +313,30 @@ class MemoryStore implements LocalStore {
   ) {}
 
   // ---- the Store contract ----
+
+  /**
+   * Drops every id and its timer; from then on acquires, reads and refreshes
+   * are refused with `ShutdownError`, while an extend or release answers as
+   * for a lease nobody holds (nothing is held any more).
+   */
+  close(): Promise<void> {
+    if (this.#closing === undefined) {
+      for (const state of [...this.#semaphores.values(), ...this.#locks.values()]) {
+        if (state.cleanup !== undefined) this.clock.clearTimeout(state.cleanup);
+        state.cleanup = undefined;
+      }
+      this.#semaphores.clear();
+      this.#locks.clear();
+      this.#watchers.clear();
+      this.#closing = Promise.resolve();
+    }
+    return this.#closing;
+  }
+
+  /** Throws once closed: for every call that would take, read or keep a place. */
+  #refuse(): void {
+    if (this.#closing !== undefined) throw new ShutdownError(this.kind);
+  }
 
   async semaphoreAcquire(
     key: string,
@@ -337,6 +363,7 @@ class MemoryStore implements LocalStore {
   }
 
   async semaphoreStats(key: string, tenant?: string): Promise<SemaphoreFigures> {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#semaphores.get(key);
     if (state === undefined)
@@ -361,6 +388,7 @@ class MemoryStore implements LocalStore {
   }
 
   async semaphoreInspect(key: string): Promise<Inspection> {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#semaphores.get(key);
     if (state === undefined) return { holders: [], waiters: [] };
@@ -377,6 +405,7 @@ class MemoryStore implements LocalStore {
   }
 
   async semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#semaphores.get(key);
     if (state === undefined) return { statuses: tokens.map(() => "gone"), fences: tokens.map(() => 0), retryAfterMs: 1 };
@@ -407,6 +436,7 @@ class MemoryStore implements LocalStore {
   }
 
   async lockStats(key: string): Promise<LockStats> {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#locks.get(key);
     if (state?.token === undefined || state.expiresAt <= now) return { held: false, expiresInMs: 0 };
@@ -414,6 +444,7 @@ class MemoryStore implements LocalStore {
   }
 
   async lockInspect(key: string): Promise<Inspection> {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#locks.get(key);
     if (state === undefined) return { holders: [], waiters: [] };
@@ -429,6 +460,7 @@ class MemoryStore implements LocalStore {
   }
 
   async lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#locks.get(key);
     if (state === undefined) return { statuses: tokens.map(() => "gone"), fences: tokens.map(() => 0), retryAfterMs: 1 };
@@ -444,6 +476,7 @@ class MemoryStore implements LocalStore {
   }
 
   async watch(key: string, onGrant: (grant: Grant) => void): Promise<() => void> {
+    this.#refuse();
     let listeners = this.#watchers.get(key);
     if (listeners === undefined) {
       listeners = new Set();
@@ -580,6 +613,7 @@ class MemoryStore implements LocalStore {
     local: LocalJoin | undefined,
     tenantCall?: TenantOptions,
   ): AcquireReply {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#semaphore(key);
     holdersPrune(state, now);
@@ -666,6 +700,7 @@ class MemoryStore implements LocalStore {
     queue: QueueOptions | undefined,
     local: LocalJoin | undefined,
   ): AcquireReply {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#lock(key);
     this.#settleLock(key, state, now);
@@ -911,7 +946,7 @@ function inspectQueue(queue: Queue, now: number): Inspection["waiters"] {
  * const slots = semaphore({ client: memoryStore(), limit: 4 });
  * ```
  */
-export function memoryStore(options: MemoryStoreOptions = {}): Store {
+export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   return createMemoryStore(options, processClock);
 }
 
@@ -919,10 +954,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store {
 export function createMemoryStore(
   options: MemoryStoreOptions,
   clock: MemoryClock,
-): Store & { debugIds: MemoryStore["debugIds"] } {
+): MemoryStore & { debugIds: EmbeddedStore["debugIds"] } {
   const given = optionsObject(options, "memoryStore");
   knownOptions(given, ["waiterLeaseMs"], "memoryStore");
-  return new MemoryStore(
+  return new EmbeddedStore(
     given.waiterLeaseMs === undefined
       ? DEFAULT_WAITER_LEASE_MS
       : positiveMs(
@@ -932,6 +967,27 @@ export function createMemoryStore(
         ),
     clock,
   );
+}
+
+/**
+ * The embedded store {@link memoryStore} makes.
+ *
+ * @example
+ * ```ts
+ * const store: MemoryStore = memoryStore();
+ * await store.close();
+ * ```
+ */
+export interface MemoryStore extends Store {
+  readonly kind: "memory";
+  /**
+   * Drops every id the store keeps and its timer (none keeps the process
+   * alive even before); every later acquire, read or refresh is refused with
+   * `ShutdownError`, and an extend or release answers as for a lease nobody
+   * holds. Close the semaphores and locks made on it first. A second call
+   * returns the same promise.
+   */
+  close(): Promise<void>;
 }
 
 /** Options of {@link memoryStore}. */
@@ -947,7 +1003,7 @@ export interface MemoryStoreOptions {
 
 /** True for the embedded store (not for wrappers around it): the engine may call it at once. */
 export function isMemoryStore(store: Store): store is LocalStore {
-  return store instanceof MemoryStore;
+  return store instanceof EmbeddedStore;
 }
 
 let shared: Store | undefined;
