@@ -317,7 +317,8 @@ class RedisLeaseStore implements RedisStore {
     // A cluster's subscriptions live on your client (node-redis): leave them before letting go.
     const leaving = Promise.all(channels.map((channel) => subscriber.unsubscribe(channel).catch(() => {})));
     await withTimeout(leaving, this.timeoutMs).catch(() => {});
-    subscriber.close();
+    // Resolved once the connection has ended (at most a timeout later: it is ended either way).
+    await withTimeout(subscriber.close(), this.timeoutMs).catch(() => {});
   }
 
   #contention(key: string, contended: boolean): void {
@@ -540,7 +541,7 @@ class RedisLeaseStore implements RedisStore {
     clearTimeout(this.#idle);
     this.#idle = setTimeout(() => {
       if (this.#channels.size > 0 || this.#subscriber === undefined) return;
-      this.#subscriber.close();
+      this.#subscriber.close().catch(() => {});
       this.#subscriber = undefined;
     }, 1000);
     this.#idle.unref();
