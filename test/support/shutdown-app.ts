@@ -33,6 +33,22 @@ const listening = (server: Server): void => {
   server.once("listening", () => emit({ event: "listening", port: (server.address() as AddressInfo).port }));
 };
 
+/**
+ * The pattern docs/operations.md gives for Express and Hono: close the middleware (while the server
+ * still answers), then the server, then your client.
+ */
+function shutDownOnSigterm(server: Server, routes: { close(options: { graceMs: number }): Promise<void> }[]): void {
+  listening(server);
+  process.once("SIGTERM", async () => {
+    const closing = Promise.all(routes.map((route) => route.close({ graceMs })));
+    emit({ event: "closing" });
+    await closing;
+    emit({ event: "closed" });
+    server.close();
+    await redis.quit();
+  });
+}
+
 if (framework === "express") {
   const routes = {
     polite: onExpress.semaphore("polite", 5, { client: redis, prefix }),
@@ -52,16 +68,7 @@ if (framework === "express") {
     emit({ event: "entered", route: "stubborn" });
     await forever();
   });
-  const server = app.listen(0);
-  listening(server);
-  process.once("SIGTERM", async () => {
-    const closing = Promise.all(Object.values(routes).map((route) => route.close({ graceMs })));
-    emit({ event: "closing" });
-    await closing;
-    emit({ event: "closed" });
-    server.close();
-    await redis.quit();
-  });
+  shutDownOnSigterm(app.listen(0), Object.values(routes));
 }
 
 if (framework === "hono") {
@@ -83,16 +90,7 @@ if (framework === "hono") {
     emit({ event: "entered", route: "stubborn" });
     return forever();
   });
-  const server = serve({ fetch: app.fetch, port: 0 }) as Server;
-  listening(server);
-  process.once("SIGTERM", async () => {
-    const closing = Promise.all(Object.values(routes).map((route) => route.close({ graceMs })));
-    emit({ event: "closing" });
-    await closing;
-    emit({ event: "closed" });
-    server.close();
-    await redis.quit();
-  });
+  shutDownOnSigterm(serve({ fetch: app.fetch, port: 0 }) as Server, Object.values(routes));
 }
 
 if (framework === "nest") {
