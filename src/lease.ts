@@ -250,6 +250,9 @@ export class LeaseHandle implements Lease {
   /** What follows the store's answer to a release: the event, and a loss if it was not ours. */
   #answered(ours: boolean): boolean {
     this.owner?.released(this);
+    // Given back: nothing to watch any more.
+    backgroundTimers.cancel(this.#watch);
+    this.#watch = undefined;
     if (channels.released.hasSubscribers) {
       const { subject, weight } = this.#backend;
       channels.released.publish({
