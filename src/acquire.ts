@@ -188,7 +188,7 @@ async function acquireRemotely(
   if (settings.waitMs === 0 && settings.retries === 0) {
     const sentAt = performance.now();
     const reply = await acquireOrCleanUp(store, ops, token);
-    if (signal?.aborted) abandon(store, ops, token, signal);
+    if (signal?.aborted) await abandon(store, ops, token, signal);
     return reply.acquired
       ? acquired(ops, store, token, reply, sentAt, startedAt)
       : refused(ops, reply.retryAfterMs, why(reply), startedAt);
@@ -196,7 +196,7 @@ async function acquireRemotely(
 
   const attempt = async (queue?: QueueOptions): Promise<AcquireReply> => {
     const reply = await acquireOrCleanUp(store, ops, token, queue);
-    if (signal?.aborted) abandon(store, ops, token, signal);
+    if (signal?.aborted) await abandon(store, ops, token, signal);
     return reply;
   };
 
@@ -335,9 +335,13 @@ function waitLocally(
   }).then((outcome) => ("at" in outcome ? acquired(ops, store, token, outcome, outcome.at, startedAt) : outcome));
 }
 
-/** The caller gave up while an attempt was in flight: nobody will use this permit or place. */
-function abandon(store: Store, ops: KeyOps, token: string, signal: AbortSignal): never {
-  leave(store, ops, token).catch(() => {});
+/**
+ * The caller gave up (or the primitive is closing) while an attempt was in
+ * flight: nobody will use this permit or place. It is given back before the
+ * call rejects, so that a `close()` waiting for the call also waits for it.
+ */
+async function abandon(store: Store, ops: KeyOps, token: string, signal: AbortSignal): Promise<never> {
+  await leave(store, ops, token).catch(() => {});
   throw signal.reason;
 }
 

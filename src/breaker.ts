@@ -1,5 +1,5 @@
 import type { StoreSource } from "./client.js";
-import { StoreUnavailableError } from "./errors.js";
+import { ShutdownError, StoreUnavailableError } from "./errors.js";
 import { channels, type StoreDownEvent, type StoreUpEvent } from "./events.js";
 import { isMemoryStore } from "./store/memory.js";
 import { declaredTimeoutMs, type Store } from "./store/types.js";
@@ -73,6 +73,8 @@ const CLIENT_MESSAGES =
  * code (`ECONNREFUSED`, `ETIMEDOUT`, …) or whose `unreachable` is `true`.
  */
 export function unreachable(error: unknown): boolean {
+  // A closed store refuses: it is not down.
+  if (error instanceof ShutdownError) return false;
   for (let cause = error, depth = 0; cause instanceof Error && depth < 4; cause = cause.cause, depth++) {
     if ((cause as { unreachable?: unknown }).unreachable === true) return true;
     if (cause.name === "UnexpectedReply") return false;

@@ -15,6 +15,7 @@ export {
   type NotAcquiredReason,
   SemaphoreLeaseLostError,
   SemaphoreNotAcquiredError,
+  ShutdownError,
   StorePermissionError,
   StoreUnavailableError,
   ValidationError,
@@ -32,6 +33,7 @@ export {
   type StoreUpEvent,
   type Subject,
 } from "./events.js";
+export type { CloseOptions } from "./holdings.js";
 export type { Lease, LockLease, SemaphoreLease } from "./lease.js";
 export { type Lock, type LockAcquireOptions, type LockOptions, type LockRunOptions, lock } from "./lock.js";
 export type { CallOptions, KeepingOptions, OwnerOptions, RetryOptions, WaitOptions } from "./options.js";
@@ -45,7 +47,7 @@ export {
   semaphore,
   type TenantStats,
 } from "./semaphore.js";
-export { type MemoryStoreOptions, memoryStore } from "./store/memory.js";
+export { type MemoryStore, type MemoryStoreOptions, memoryStore } from "./store/memory.js";
 export {
   type IoredisLikeClient,
   type NodeRedisLikeClient,

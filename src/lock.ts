@@ -3,6 +3,7 @@ import { breakerOf, healthOfSource, type StoreHealth } from "./breaker.js";
 import type { ClientInput } from "./client.js";
 import { LockLeaseLostError, LockNotAcquiredError, ValidationError } from "./errors.js";
 import { subjectOf } from "./events.js";
+import { type CloseOptions, Holdings } from "./holdings.js";
 import { keepLease } from "./keeper.js";
 import { type LeaseBackend, LeaseHandle, type LockLease } from "./lease.js";
 import {
@@ -71,6 +72,19 @@ export interface Lock {
   run<T>(id: string, fn: (lease: LockLease) => T | PromiseLike<T>, options?: LockRunOptions): Promise<T>;
   /** Whether `id` is held, and for how long yet if not renewed: one store round trip. */
   stats(id: string): Promise<LockStats>;
+  /**
+   * Lets go of everything this lock holds, for a clean shutdown, as
+   * `Semaphore.close` does: later calls and queued waiters are refused with
+   * `ShutdownError`, held leases' signals abort with it, and what is still
+   * held after `graceMs` is released. Resolves when every lock is back; a
+   * second call returns the same promise.
+   *
+   * @example
+   * ```ts
+   * await locks.close({ graceMs: 2_000 });
+   * ```
+   */
+  close(options?: CloseOptions): Promise<void>;
   /** Whether the store answers, as this process has seen it, without a round trip (see `Semaphore.health`). */
   health(): Promise<StoreHealth>;
   /**
@@ -106,9 +120,10 @@ class DistributedLock implements Lock {
   readonly #defaults: Defaults;
   /** The default owner's token tag (see `ownerTag`). */
   readonly #tag: TokenTag;
+  readonly #holdings = new Holdings("lock");
 
   constructor(options: Record<string, unknown>) {
-    this.#defaults = resolveDefaults(options, "lock", "ttlMs", 30_000);
+    this.#defaults = resolveDefaults(options, "lock", "ttlMs", 30_000, this.#holdings.signal);
     this.#tag = new TokenTag(ownerTag(options.owner === undefined ? defaultOwner() : checkOwner(options.owner)));
   }
 
@@ -129,6 +144,7 @@ class DistributedLock implements Lock {
   }
 
   async stats(id: string): Promise<LockStats> {
+    this.#holdings.refuse();
     const key = this.#defaults.keys.of(checkId(id));
     const store = await this.#defaults.source.get();
     breakerOf(store)?.admit("lock", key);
@@ -170,20 +186,26 @@ class DistributedLock implements Lock {
   }
 
   async #take(id: string, settings: CallSettings, tag: TokenTag): Promise<LeaseHandle | Refused> {
+    const holdings = this.#holdings;
+    holdings.refuse();
     const ops = new LockOps(id, this.#defaults.keys.of(id), settings.leaseMs, tag);
-    const outcome = await acquireLease(this.#defaults.source, settings, ops);
-    if (!outcome.acquired) return outcome;
-    ops.store = outcome.store;
-    return new LeaseHandle(
-      id,
-      outcome.token,
-      outcome.fence,
-      settings.leaseMs,
-      outcome.sentAt,
-      outcome.waitedMs,
-      ops,
-      outcome.until,
-    );
+    const linked = holdings.follow(settings);
+    // close() waits for the answer, and takes back a lock it brings after close() began.
+    holdings.started();
+    try {
+      const outcome = await acquireLease(this.#defaults.source, linked?.settings ?? settings, ops);
+      if (!outcome.acquired) return outcome;
+      ops.store = outcome.store;
+      return holdings.adopt(
+        new LeaseHandle(id, outcome.token, outcome.fence, settings.leaseMs, outcome.sentAt, outcome.waitedMs, ops, outcome.until),
+      );
+    } finally {
+      holdings.ended(linked);
+    }
+  }
+
+  close(options?: CloseOptions): Promise<void> {
+    return this.#holdings.close(options, this.#defaults.source);
   }
 }
 
@@ -252,6 +274,7 @@ export function lock(...args: unknown[]): Lock {
  */
 export interface LockEngine {
   run<T>(id: string, fn: (lease: LeaseHandle) => T | PromiseLike<T>, options?: LockRunOptions): Promise<T>;
+  close(options?: CloseOptions): Promise<void>;
 }
 
 /** Creates a {@link LockEngine}; options are checked as `lock(options)` checks them. Internal. */

@@ -3,6 +3,7 @@ import { breakerOf, healthOfSource, type StoreHealth } from "./breaker.js";
 import type { ClientInput } from "./client.js";
 import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError, ValidationError } from "./errors.js";
 import { subjectOf } from "./events.js";
+import { type CloseOptions, Holdings } from "./holdings.js";
 import { keepLease } from "./keeper.js";
 import { type LeaseBackend, LeaseHandle, type SemaphoreLease } from "./lease.js";
 import {
@@ -125,6 +126,27 @@ export interface Semaphore {
    * ```
    */
   holders(id: string): Promise<Holder[]>;
+  /**
+   * Lets go of everything this semaphore holds, for a clean shutdown. At once:
+   * every later call is refused with `ShutdownError`, calls waiting in a queue
+   * leave it (so no other process waits on them) and reject with it, and the
+   * `signal` of every lease held aborts with it. Then, when the work has
+   * stopped or `graceMs` has passed, every lease still held is released (one
+   * whose work goes on is reported lost, with the `ShutdownError` as cause),
+   * and the store is closed if leasehold made it from your client (with the
+   * last semaphore or lock using it). A store or client you passed stays
+   * open. Resolves when every permit is back; a second call returns the same
+   * promise.
+   *
+   * @example
+   * ```ts
+   * process.once("SIGTERM", async () => {
+   *   await slots.close({ graceMs: 10_000 });
+   *   await redis.quit();
+   * });
+   * ```
+   */
+  close(options?: CloseOptions): Promise<void>;
 }
 
 /** What {@link Semaphore.stats} reports. */
@@ -238,13 +260,14 @@ class DistributedSemaphore implements Semaphore {
   readonly #owner: string;
   /** The token tags of calls with the default owner, by limit (one, unless the limit is a function or a call passes its own). */
   readonly #tags = new Map<number, TokenTag>();
+  readonly #holdings = new Holdings("semaphore");
 
   constructor(options: Record<string, unknown>) {
     if (options.limit === undefined) {
       throw new ValidationError("limit", `\`limit\` is required. ${limitFix}`);
     }
     this.#limit = typeof options.limit === "function" ? (options.limit as (id: string) => number) : checkLimit(options.limit);
-    this.#defaults = resolveDefaults(options, "semaphore", "leaseMs", 60_000);
+    this.#defaults = resolveDefaults(options, "semaphore", "leaseMs", 60_000, this.#holdings.signal);
     this.#tenants = tenantDefaults(options, typeof this.#limit === "number" ? this.#limit : undefined);
     this.#owner = ownerTag(options.owner === undefined ? defaultOwner() : checkOwner(options.owner));
   }
@@ -272,6 +295,7 @@ class DistributedSemaphore implements Semaphore {
   }
 
   async count(id: string): Promise<number> {
+    this.#holdings.refuse();
     const key = this.#defaults.keys.of(checkId(id));
     const store = await this.#defaults.source.get();
     breakerOf(store)?.admit("semaphore", key);
@@ -291,6 +315,7 @@ class DistributedSemaphore implements Semaphore {
   stats(id: string): Promise<SemaphoreStats>;
   stats(id: string, options: { tenant: string; tenantLimit?: number }): Promise<TenantStats>;
   async stats(id: string, options?: { tenant: string; tenantLimit?: number }): Promise<SemaphoreStats | TenantStats> {
+    this.#holdings.refuse();
     const key = this.#defaults.keys.of(checkId(id));
     const limit = this.#limitFor(id);
     const given = options === undefined ? undefined : optionsObject(options, "stats");
@@ -382,27 +407,60 @@ class DistributedSemaphore implements Semaphore {
 
   /** The lease, or why not; in the same turn when the store can answer at once (the embedded one). */
   #take(call: PreparedCall): SemaphoreLeaseHandle | Refused | Promise<SemaphoreLeaseHandle | Refused> {
+    const holdings = this.#holdings;
+    holdings.refuse();
     const ops = new SemaphoreOps(call.id, call.key, call.limit, call.weight, call.settings.leaseMs, call.tag, call.tenant);
-    const outcome = acquireLease(this.#defaults.source, call.settings, ops);
-    if (outcome instanceof Promise) return outcome.then((had) => this.#handle(call, ops, had));
-    return this.#handle(call, ops, outcome);
+    const { settings } = call;
+    const linked = holdings.follow(settings);
+    let outcome: Acquired | Refused | Promise<Acquired | Refused>;
+    try {
+      outcome = acquireLease(this.#defaults.source, linked?.settings ?? settings, ops);
+    } catch (error) {
+      linked?.unlink();
+      throw error;
+    }
+    if (!(outcome instanceof Promise)) {
+      linked?.unlink();
+      return this.#handle(call, ops, outcome);
+    }
+    // Answered later: close() waits for it, and takes back a lease it brings after close() began.
+    holdings.started();
+    return outcome.then(
+      (had) => {
+        try {
+          return this.#handle(call, ops, had);
+        } finally {
+          holdings.ended(linked);
+        }
+      },
+      (error: unknown) => {
+        holdings.ended(linked);
+        throw error;
+      },
+    );
+  }
+
+  close(options?: CloseOptions): Promise<void> {
+    return this.#holdings.close(options, this.#defaults.source);
   }
 
   #handle(call: PreparedCall, ops: SemaphoreOps, outcome: Acquired | Refused): SemaphoreLeaseHandle | Refused {
     if (!outcome.acquired) return outcome;
     ops.store = outcome.store;
-    return new SemaphoreLeaseHandle(
-      call.id,
-      outcome.token,
-      outcome.fence,
-      call.settings.leaseMs,
-      outcome.sentAt,
-      outcome.waitedMs,
-      ops,
-      call.limit,
-      call.weight,
-      call.tenant?.name,
-      outcome.until,
+    return this.#holdings.adopt(
+      new SemaphoreLeaseHandle(
+        call.id,
+        outcome.token,
+        outcome.fence,
+        call.settings.leaseMs,
+        outcome.sentAt,
+        outcome.waitedMs,
+        ops,
+        call.limit,
+        call.weight,
+        call.tenant?.name,
+        outcome.until,
+      ),
     );
   }
 }
@@ -487,6 +545,7 @@ type EngineLease = LeaseHandle & SemaphoreLease;
  */
 export interface SemaphoreEngine {
   run<T>(id: string, fn: (lease: EngineLease) => T | PromiseLike<T>, options?: SemaphoreRunOptions): Promise<T>;
+  close(options?: CloseOptions): Promise<void>;
 }
 
 /** Creates a {@link SemaphoreEngine}; options are checked as `semaphore(options)` checks them. Internal. */

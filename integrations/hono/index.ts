@@ -7,6 +7,7 @@ import type { ServerResponse } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { LeaseLostError } from "../../src/errors.js";
+import type { Closable, CloseOptions } from "../../src/holdings.js";
 import { Admission } from "../../src/http/admission.js";
 import { Exchange, LeaseView, type RequestLease } from "../../src/http/exchange.js";
 import { watchNodeResponse } from "../../src/http/node-response.js";
@@ -138,10 +139,25 @@ function handle(exchange: Exchange, next: () => Promise<void>): Promise<LeaseLos
   });
 }
 
-function middleware(route: AdmissionRoute<Context, HonoOnRejected>, where: string): MiddlewareHandler {
+/**
+ * What {@link semaphore} and {@link lock} make: the middleware, and its
+ * `close()` for a clean shutdown (see docs/operations.md, Shutting down).
+ *
+ * @example
+ * ```ts
+ * const chat: LeaseholdMiddleware<SemaphoreLease> = semaphore("openai", 20, { client: redis });
+ * process.once("SIGTERM", () => void chat.close({ graceMs: 10_000 }));
+ * ```
+ */
+export type LeaseholdMiddleware<Lease extends RequestLease = RequestLease> = MiddlewareHandler<{
+  Variables: LeaseholdVariables<Lease>;
+}> &
+  Closable;
+
+function middleware(route: AdmissionRoute<Context, HonoOnRejected>, where: string): MiddlewareHandler & Closable {
   const admission = new Admission(parseAdmissionOptions(route, where));
   const { name, disconnectGraceMs, onRejected } = admission.config;
-  return async function leasehold(c, next) {
+  const handler: MiddlewareHandler = async function leasehold(c, next) {
     const exchange = new Exchange(name, disconnectGraceMs);
     const outgoing = nodeResponse(c.env);
     if (outgoing !== undefined) watchNodeResponse(outgoing, exchange);
@@ -186,6 +202,7 @@ function middleware(route: AdmissionRoute<Context, HonoOnRejected>, where: strin
     if (outgoing !== undefined) exchange.onLost = cutResponse;
     else c.res = holdBody(c.res, exchange);
   };
+  return Object.assign(handler, { close: (options?: CloseOptions) => admission.close(options) });
 }
 
 /**
@@ -193,7 +210,9 @@ function middleware(route: AdmissionRoute<Context, HonoOnRejected>, where: strin
  * permits of `name` (or of `<name>:<key(c)>`). A full semaphore throws a
  * `LeaseRejectedException` (503, Retry-After, problem+json) for
  * `app.onError`. The permit is held until the handler has settled and the
- * response body is finished; the handler reads it as `c.get("lease")`. After
+ * response body is finished; the handler reads it as `c.get("lease")`, whose
+ * `signal` aborts when it is lost, the client leaves, or the middleware is
+ * closed (`close()`, for a clean shutdown). After
  * a disconnect it is held until the handler settles (or releases the lease),
  * at the latest `disconnectGraceMs`.
  *
@@ -216,7 +235,7 @@ export function semaphore(
   name: string,
   limit: number | ((c: Context) => number),
   options?: HonoSemaphoreOptions,
-): MiddlewareHandler<{ Variables: LeaseholdVariables<SemaphoreLease> }> {
+): LeaseholdMiddleware<SemaphoreLease> {
   return middleware({ kind: "semaphore", name, limit, options }, "semaphore middleware");
 }
 
@@ -232,10 +251,11 @@ export function semaphore(
  * app.post("/orders/:id/pay", lock("order", { client: redis, key: (c) => c.req.param("id")! }), pay);
  * ```
  */
-export function lock(name: string, options?: HonoLockOptions): MiddlewareHandler<{ Variables: LeaseholdVariables<LockLease> }> {
+export function lock(name: string, options?: HonoLockOptions): LeaseholdMiddleware<LockLease> {
   return middleware({ kind: "lock", name, options }, "lock middleware");
 }
 
+export type { Closable, CloseOptions } from "../../src/holdings.js";
 export { PROBLEM_TYPES, type ProblemDetails, type RejectionContext, type RejectionReason } from "../../src/http/problem.js";
 export type { LockLease, SemaphoreLease } from "../../src/lease.js";
 export type { Rejection, RequestLease };

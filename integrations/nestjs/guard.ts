@@ -1,5 +1,6 @@
 import type { ServerResponse } from "node:http";
 import {
+  type BeforeApplicationShutdown,
   type CallHandler,
   type CanActivate,
   type ExecutionContext,
@@ -11,6 +12,7 @@ import {
 } from "@nestjs/common";
 import { HttpAdapterHost, Reflector } from "@nestjs/core";
 import { finalize, type Observable } from "rxjs";
+import { DEFAULT_GRACE_MS } from "../../src/holdings.js";
 import { Admission } from "../../src/http/admission.js";
 import { Exchange, LeaseView } from "../../src/http/exchange.js";
 import { watchNodeResponse } from "../../src/http/node-response.js";
@@ -60,6 +62,13 @@ export class LeaseRejectedException extends HttpException {
  * disconnect. Non-HTTP contexts (microservices, websockets) pass through
  * unguarded.
  *
+ * It closes its routes' semaphores and locks when the application shuts down
+ * (`app.close()`, or a signal with `app.enableShutdownHooks()`), before the
+ * HTTP server closes: requests arriving from then on are answered 503
+ * `shutting-down`, requests in flight see their lease's signal abort with a
+ * `ShutdownError`, and their permits are released when they end, at the
+ * latest after the module's `shutdownGraceMs`.
+ *
  * @example
  * ```ts
  * // Installed by @Semaphore/@Lock; apply it yourself only to reuse a route's metadata:
@@ -67,8 +76,11 @@ export class LeaseRejectedException extends HttpException {
  * ```
  */
 @Injectable()
-export class LeaseholdGuard implements CanActivate {
+export class LeaseholdGuard implements CanActivate, BeforeApplicationShutdown {
   readonly #admissions = new WeakMap<Route, Admission<NestRequest, NestOnRejected>>();
+  /** Every admission made, to close them with the app. */
+  readonly #made: Admission<NestRequest, NestOnRejected>[] = [];
+  #closing: Promise<void> | undefined;
 
   constructor(
     @Inject(Reflector) protected readonly reflector: Reflector,
@@ -105,12 +117,27 @@ export class LeaseholdGuard implements CanActivate {
     throw admission.config.onRejected?.(outcome, request) ?? withoutStackTrace(() => new LeaseRejectedException(outcome));
   }
 
+  /**
+   * Nest's shutdown hook, before the HTTP server closes (so requests that still
+   * arrive are answered): closes every route's semaphore or lock, with the
+   * module's `shutdownGraceMs`, and resolves once their permits are back.
+   */
+  beforeApplicationShutdown(): Promise<void> {
+    this.#closing ??= Promise.all(
+      this.#made.map((admission) => admission.close({ graceMs: this.moduleOptions.shutdownGraceMs ?? DEFAULT_GRACE_MS })),
+    ).then(() => {});
+    return this.#closing;
+  }
+
   /** One admission per decorated route and app: options merged over the module's defaults. */
   #admissionFor(route: Route): Admission<NestRequest, NestOnRejected> {
     let admission = this.#admissions.get(route);
     if (admission === undefined) {
       admission = new Admission(parseAdmissionOptions(route, whereOf(route), given(this.moduleOptions, MODULE_DEFAULTS)));
       this.#admissions.set(route, admission);
+      this.#made.push(admission);
+      // A route first requested while the app shuts down: refused like the others.
+      if (this.#closing !== undefined) void admission.close({ graceMs: 0 });
     }
     return admission;
   }

@@ -8,7 +8,7 @@ import {
   type Type,
 } from "@nestjs/common";
 import { ValidationError } from "../../src/errors.js";
-import { prefix as checkPrefix } from "../../src/validate.js";
+import { prefix as checkPrefix, delayMs } from "../../src/validate.js";
 import { LeaseholdGuard } from "./guard.js";
 import { LEASEHOLD_OPTIONS, type LeaseholdModuleOptions } from "./options.js";
 
@@ -51,9 +51,16 @@ export interface LeaseholdModuleAsyncOptions extends Pick<ModuleMetadata, "impor
   useExisting?: Type<LeaseholdOptionsFactory>;
 }
 
-/** The module's prefix is every route's default: a bad one is refused when the module is configured, not on the first request. */
+/**
+ * The module's prefix is every route's default, and its shutdown grace is
+ * used at shutdown: bad ones are refused when the module is configured, not
+ * on the first request or at the last moment.
+ */
 function checked(options: LeaseholdModuleOptions): LeaseholdModuleOptions {
   if (options?.prefix !== undefined) checkPrefix(options.prefix);
+  if (options?.shutdownGraceMs !== undefined) {
+    delayMs("shutdownGraceMs", options.shutdownGraceMs, "Pass how long requests in flight may finish at shutdown, e.g. 10000.");
+  }
   return options;
 }
 

@@ -64,6 +64,15 @@ export interface LeaseholdModuleOptions
   > {
   /** Where leases live. @default the process-wide embedded memory store */
   client?: ClientInput;
+  /**
+   * When the application shuts down (`app.close()`, or a signal with
+   * `app.enableShutdownHooks()`), how long requests in flight may work on
+   * after their lease's signal aborted with a `ShutdownError`; permits still
+   * held then are released (the request answered 503 `shutting-down`, or cut
+   * if its response had started). See docs/operations.md, Shutting down.
+   * @default 5000
+   */
+  shutdownGraceMs?: number;
 }
 
 /** The module options every route takes as defaults. */

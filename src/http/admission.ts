@@ -2,10 +2,12 @@ import {
   type LeaseLostError,
   LockNotAcquiredError,
   SemaphoreNotAcquiredError,
+  ShutdownError,
   StoreUnavailableError,
   ValidationError,
 } from "../errors.js";
 import { channels, type HttpRejectedEvent } from "../events.js";
+import type { CloseOptions } from "../holdings.js";
 import type { LeaseHandle, SemaphoreLease } from "../lease.js";
 import { type LockEngine, lockEngine } from "../lock.js";
 import { type SemaphoreEngine, type SemaphoreRunOptions, semaphoreEngine } from "../semaphore.js";
@@ -18,6 +20,7 @@ import {
   type RejectionReason,
   refusalDetail,
   rejection,
+  shuttingDownRejection,
   storeDownDetail,
 } from "./problem.js";
 import { RetryAfterEstimate } from "./retry-after.js";
@@ -130,6 +133,8 @@ export class Admission<Req, OnRejected = never> {
         if (exchange.gone) resolve("abandoned");
         else if (error instanceof SemaphoreNotAcquiredError || error instanceof LockNotAcquiredError) {
           resolve(this.#refused(error, id, limit));
+        } else if (error instanceof ShutdownError) {
+          resolve(this.#announce(shuttingDownRejection(error, id, limit)));
         } else if (error instanceof StoreUnavailableError) {
           config.onStoreUnavailable?.(error, request);
           resolve(config.failOpen ? "passed" : this.#storeDown(error, id, limit));
@@ -155,6 +160,17 @@ export class Admission<Req, OnRejected = never> {
     const options: SemaphoreRunOptions = perRequest ? { limit, weight } : {};
     if (config.mayWait) options.signal = exchange.clientSignal;
     return options;
+  }
+
+  /**
+   * Closes the route's semaphore or lock (see `Semaphore.close`): requests
+   * arriving from now on, and those waiting in its queue, are answered 503
+   * `shutting-down`; the signal of every request in flight aborts with a
+   * `ShutdownError`, and its permit is released when its work ends, or when
+   * `graceMs` ends (then it is answered, or cut, as a lost lease).
+   */
+  close(options?: CloseOptions): Promise<void> {
+    return this.#engine.engine.close(options);
   }
 
   /** A full semaphore or a held lock: the route's status, and Retry-After as estimated or as configured. */

@@ -223,12 +223,17 @@ export class LeaseView implements Lease {
     this.#exchange = exchange;
   }
 
-  /** Aborts on a lost lease or a departed client, whichever comes first. Made on first use. */
+  /**
+   * Aborts on a lost lease, a departed client, or a shutdown (the middleware's
+   * `close()`), whichever comes first. Made on first use.
+   */
   get signal(): AbortSignal {
     if (this.#combined === undefined) {
       this.#combined = new AbortController();
-      const reason = this.#lease.lost ?? this.#exchange.clientGoneReason;
+      const reason = this.#lease.lost ?? this.#lease.interrupted ?? this.#exchange.clientGoneReason;
       if (reason !== undefined) this.#combined.abort(reason);
+      // Told here, and only for a handler that asked for its signal: nothing per request otherwise.
+      else this.#lease.onInterrupt((why) => abortView(this, why));
     }
     return this.#combined.signal;
   }

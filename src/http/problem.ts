@@ -1,4 +1,4 @@
-import type { LeaseLostError, NotAcquiredReason } from "../errors.js";
+import { type LeaseLostError, type NotAcquiredReason, ShutdownError } from "../errors.js";
 
 /**
  * Why a request was not admitted (or lost its admission).
@@ -10,7 +10,7 @@ import type { LeaseLostError, NotAcquiredReason } from "../errors.js";
  * };
  * ```
  */
-export type RejectionReason = "semaphore-full" | "lock-held" | "store-unavailable" | "lease-lost";
+export type RejectionReason = "semaphore-full" | "lock-held" | "store-unavailable" | "lease-lost" | "shutting-down";
 
 /**
  * The `application/problem+json` body (RFC 9457) leasehold answers with,
@@ -89,6 +89,7 @@ const TITLES: Record<RejectionReason, string> = {
   "lock-held": "Resource is locked",
   "store-unavailable": "Concurrency limiter unavailable",
   "lease-lost": "Concurrency permit lost",
+  "shutting-down": "Shutting down",
 };
 
 /**
@@ -104,6 +105,7 @@ export const PROBLEM_TYPES: Record<RejectionReason, string> = {
   "lock-held": "urn:leasehold:problem:lock-held",
   "store-unavailable": "urn:leasehold:problem:store-unavailable",
   "lease-lost": "urn:leasehold:problem:lease-lost",
+  "shutting-down": "urn:leasehold:problem:shutting-down",
 };
 
 /** Everything a rejection is made of: its context, the sentence that explains it, and the failed store's kind. */
@@ -152,8 +154,29 @@ export function storeDownDetail(store: string, key: string): string {
   return `The ${store} store behind "${key}" could not be reached, so the request was refused rather than admitted without a limit.`;
 }
 
-/** The answer to a request whose lease was lost before its response started. */
+/**
+ * The answer to a request the middleware will not admit because it is
+ * closing (`close()`, a NestJS app shutting down): 503, so that a load
+ * balancer or client retries elsewhere.
+ */
+export function shuttingDownRejection(error: Error, key: string, limit: number): Rejection {
+  return rejection({
+    reason: "shutting-down",
+    status: 503,
+    key,
+    limit,
+    retryAfter: 1,
+    detail: `This server is shutting down and admits no more requests to "${key}"; retry, another instance will answer.`,
+    error,
+  });
+}
+
+/**
+ * The answer to a request whose lease was lost before its response started;
+ * taken back at the end of a shutdown's grace, it is answered as shutting down.
+ */
 export function leaseLostRejection(error: LeaseLostError, key: string, limit: number): Rejection {
+  if (error.cause instanceof ShutdownError) return shuttingDownRejection(error, key, limit);
   return rejection({
     reason: "lease-lost",
     status: 503,

@@ -1,3 +1,4 @@
+import { ShutdownError } from "../errors.js";
 import { knownOptions, optionsObject, positiveMs } from "../validate.js";
 import type {
   AcquireReply,
@@ -299,11 +300,12 @@ type Kind = "semaphore" | "lock";
  * between requests would otherwise be rebuilt, with a timer, on every request.
  * The Store methods are the synchronous cores wrapped in a promise.
  */
-class MemoryStore implements LocalStore {
+class EmbeddedStore implements LocalStore {
   readonly kind = "memory";
   readonly #semaphores = new Map<string, SemaphoreState>();
   readonly #locks = new Map<string, LockState>();
   readonly #watchers = new Map<string, Set<(grant: Grant) => void>>();
+  #closing: Promise<void> | undefined;
 
   constructor(
     readonly waiterLeaseMs: number,
@@ -312,13 +314,37 @@ class MemoryStore implements LocalStore {
     // A wrapper made with Object.create(store) calls the methods it does not override with itself as
     // `this`, which has none of the #private state: they are bound to the store once, here.
     const self = this as unknown as Record<string, unknown>;
-    for (const name of Object.getOwnPropertyNames(MemoryStore.prototype)) {
+    for (const name of Object.getOwnPropertyNames(EmbeddedStore.prototype)) {
       const method = self[name];
       if (name !== "constructor" && typeof method === "function") self[name] = method.bind(this);
     }
   }
 
   // ---- the Store contract ----
+
+  /**
+   * Drops every id and its timer; from then on acquires, reads and refreshes
+   * are refused with `ShutdownError`, while an extend or release answers as
+   * for a lease nobody holds (nothing is held any more).
+   */
+  close(): Promise<void> {
+    if (this.#closing === undefined) {
+      for (const state of [...this.#semaphores.values(), ...this.#locks.values()]) {
+        if (state.cleanup !== undefined) this.clock.clearTimeout(state.cleanup);
+        state.cleanup = undefined;
+      }
+      this.#semaphores.clear();
+      this.#locks.clear();
+      this.#watchers.clear();
+      this.#closing = Promise.resolve();
+    }
+    return this.#closing;
+  }
+
+  /** Throws once closed: for every call that would take, read or keep a place. */
+  #refuse(): void {
+    if (this.#closing !== undefined) throw new ShutdownError(this.kind);
+  }
 
   async semaphoreAcquire(
     key: string,
@@ -345,6 +371,7 @@ class MemoryStore implements LocalStore {
   }
 
   async semaphoreStats(key: string, tenant?: string): Promise<SemaphoreFigures> {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#semaphores.get(key);
     if (state === undefined)
@@ -369,6 +396,7 @@ class MemoryStore implements LocalStore {
   }
 
   async semaphoreInspect(key: string): Promise<Inspection> {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#semaphores.get(key);
     if (state === undefined) return { holders: [], waiters: [] };
@@ -385,6 +413,7 @@ class MemoryStore implements LocalStore {
   }
 
   async semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#semaphores.get(key);
     if (state === undefined) return { statuses: tokens.map(() => "gone"), fences: tokens.map(() => 0), retryAfterMs: 1 };
@@ -415,6 +444,7 @@ class MemoryStore implements LocalStore {
   }
 
   async lockStats(key: string): Promise<LockStats> {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#locks.get(key);
     if (state?.token === undefined || state.expiresAt <= now) return { held: false, expiresInMs: 0 };
@@ -422,6 +452,7 @@ class MemoryStore implements LocalStore {
   }
 
   async lockInspect(key: string): Promise<Inspection> {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#locks.get(key);
     if (state === undefined) return { holders: [], waiters: [] };
@@ -437,6 +468,7 @@ class MemoryStore implements LocalStore {
   }
 
   async lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#locks.get(key);
     if (state === undefined) return { statuses: tokens.map(() => "gone"), fences: tokens.map(() => 0), retryAfterMs: 1 };
@@ -452,6 +484,7 @@ class MemoryStore implements LocalStore {
   }
 
   async watch(key: string, onGrant: (grant: Grant) => void): Promise<() => void> {
+    this.#refuse();
     let listeners = this.#watchers.get(key);
     if (listeners === undefined) {
       listeners = new Set();
@@ -588,6 +621,7 @@ class MemoryStore implements LocalStore {
     local: LocalJoin | undefined,
     tenantCall?: TenantOptions,
   ): AcquireReply {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#semaphore(key);
     holdersPrune(state, now);
@@ -674,6 +708,7 @@ class MemoryStore implements LocalStore {
     queue: QueueOptions | undefined,
     local: LocalJoin | undefined,
   ): AcquireReply {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#lock(key);
     this.#settleLock(key, state, now);
@@ -919,7 +954,7 @@ function inspectQueue(queue: Queue, now: number): Inspection["waiters"] {
  * const slots = semaphore({ client: memoryStore(), limit: 4 });
  * ```
  */
-export function memoryStore(options: MemoryStoreOptions = {}): Store {
+export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   return createMemoryStore(options, processClock);
 }
 
@@ -927,10 +962,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store {
 export function createMemoryStore(
   options: MemoryStoreOptions,
   clock: MemoryClock,
-): Store & { debugIds: MemoryStore["debugIds"] } {
+): MemoryStore & { debugIds: EmbeddedStore["debugIds"] } {
   const given = optionsObject(options, "memoryStore");
   knownOptions(given, ["waiterLeaseMs"], "memoryStore");
-  return new MemoryStore(
+  return new EmbeddedStore(
     given.waiterLeaseMs === undefined
       ? DEFAULT_WAITER_LEASE_MS
       : positiveMs(
@@ -940,6 +975,27 @@ export function createMemoryStore(
         ),
     clock,
   );
+}
+
+/**
+ * The embedded store {@link memoryStore} makes.
+ *
+ * @example
+ * ```ts
+ * const store: MemoryStore = memoryStore();
+ * await store.close();
+ * ```
+ */
+export interface MemoryStore extends Store {
+  readonly kind: "memory";
+  /**
+   * Drops every id the store keeps and its timer (none keeps the process
+   * alive even before); every later acquire, read or refresh is refused with
+   * `ShutdownError`, and an extend or release answers as for a lease nobody
+   * holds. Close the semaphores and locks made on it first. A second call
+   * returns the same promise.
+   */
+  close(): Promise<void>;
 }
 
 /** Options of {@link memoryStore}. */
@@ -958,7 +1014,7 @@ export interface MemoryStoreOptions {
  * overrides must be called): only then may the engine call its synchronous cores at once.
  */
 export function isMemoryStore(store: Store): store is LocalStore {
-  return Object.getPrototypeOf(store) === MemoryStore.prototype;
+  return Object.getPrototypeOf(store) === EmbeddedStore.prototype;
 }
 
 let shared: Store | undefined;

@@ -202,6 +202,13 @@ export interface Store {
    * best effort: the engine backs it up with timers.
    */
   watch(key: string, onGrant: (grant: Grant) => void): Promise<() => void>;
+
+  /**
+   * Ends what the store itself runs (connections it opened, its timers) and
+   * refuses every later call with `ShutdownError`. Never closes a client it
+   * was given. Optional for a custom store.
+   */
+  close?(): Promise<void>;
 }
 
 /** Tells a store apart from a Redis client, a promise or a factory. */

@@ -274,6 +274,13 @@ describe("NestJS guard outside HTTP", () => {
     await expect(created).rejects.toThrow(/must not contain ":"/);
   });
 
+  it("a bad shutdownGraceMs is refused when the module is configured, naming it", () => {
+    for (const shutdownGraceMs of [-1, 1.5, 2 ** 31, "5s"]) {
+      expect(() => LeaseholdModule.forRoot({ shutdownGraceMs } as never)).toThrow(/`shutdownGraceMs` must be a whole number/);
+    }
+    expect(() => LeaseholdModule.forRoot({ shutdownGraceMs: 0 })).not.toThrow();
+  });
+
   it("forRootAsync takes exactly one of useFactory, useClass and useExisting", () => {
     class Options implements LeaseholdOptionsFactory {
       createLeaseholdOptions(): LeaseholdModuleOptions {

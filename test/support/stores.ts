@@ -51,7 +51,7 @@ export const storesUnderTest: StoreUnderTest[] = [
   ),
 ];
 
-type Method = Exclude<keyof Store, "kind" | "waiterLeaseMs">;
+type Method = Exclude<keyof Store, "kind" | "waiterLeaseMs" | "close">;
 
 /** What a spy store does instead of the real call, for one call number of one method. */
 export type Fault = "throw" | "hang" | undefined;
@@ -111,6 +111,7 @@ export function spyStore(inner: Store, faults: Partial<Record<Method, (n: number
     lockLeave: wrap("lockLeave"),
     lockRefreshWaiters: wrap("lockRefreshWaiters"),
     watch: wrap("watch"),
+    close: () => inner.close?.() ?? Promise.resolve(),
   };
   return { store: store as Store, calls };
 }
