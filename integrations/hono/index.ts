@@ -8,7 +8,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { LeaseLostError } from "../../src/errors.js";
 import { Admission } from "../../src/http/admission.js";
-import { Exchange, LeaseView, type RequestLease } from "../../src/http/exchange.js";
+import { Exchange, FENCE_HEADER, LeaseView, type RequestLease } from "../../src/http/exchange.js";
 import { watchNodeResponse } from "../../src/http/node-response.js";
 import {
   type AdmissionRoute,
@@ -138,9 +138,25 @@ function handle(exchange: Exchange, next: () => Promise<void>): Promise<LeaseLos
   });
 }
 
+/**
+ * Sets a header on the handler's response, whatever made it. `c.header()`
+ * would rebuild a finished response (on Node, off `@hono/node-server`'s fast
+ * path); a response whose headers are immutable (one from `fetch`) is copied.
+ */
+function setHeader(c: Context, name: string, value: string): void {
+  try {
+    c.res.headers.set(name, value);
+  } catch {
+    const copy = new Response(c.res.body, c.res);
+    copy.headers.set(name, value);
+    c.res = undefined;
+    c.res = copy;
+  }
+}
+
 function middleware(route: AdmissionRoute<Context, HonoOnRejected>, where: string): MiddlewareHandler {
   const admission = new Admission(parseAdmissionOptions(route, where));
-  const { name, disconnectGraceMs, onRejected } = admission.config;
+  const { name, disconnectGraceMs, onRejected, exposeFence } = admission.config;
   return async function leasehold(c, next) {
     const exchange = new Exchange(name, disconnectGraceMs);
     const outgoing = nodeResponse(c.env);
@@ -182,6 +198,8 @@ function middleware(route: AdmissionRoute<Context, HonoOnRejected>, where: strin
       if (outgoing === undefined) exchange.responded();
       return;
     }
+    // Nothing is written before the middleware chain returns, streamed bodies included.
+    if (exposeFence) setHeader(c, FENCE_HEADER, String(outcome.fence));
     // The response exists but its body may still be streaming: hold the lease until its last byte.
     if (outgoing !== undefined) exchange.onLost = cutResponse;
     else c.res = holdBody(c.res, exchange);

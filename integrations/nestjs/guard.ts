@@ -12,7 +12,7 @@ import {
 import { HttpAdapterHost, Reflector } from "@nestjs/core";
 import { finalize, type Observable } from "rxjs";
 import { Admission } from "../../src/http/admission.js";
-import { Exchange, LeaseView } from "../../src/http/exchange.js";
+import { Exchange, FENCE_HEADER, LeaseView } from "../../src/http/exchange.js";
 import { watchNodeResponse } from "../../src/http/node-response.js";
 import { given, parseAdmissionOptions } from "../../src/http/options.js";
 import { type Rejection, withoutStackTrace } from "../../src/http/problem.js";
@@ -94,13 +94,14 @@ export class LeaseholdGuard implements CanActivate {
     watchNodeResponse(raw, exchange);
 
     const outcome = await admission.admit(request, exchange);
+    const adapter = this.adapterHost.httpAdapter;
     if (outcome instanceof LeaseView) {
       request.lease = outcome;
+      if (admission.config.exposeFence) adapter.setHeader(response, FENCE_HEADER, String(outcome.fence));
       return true;
     }
     if (outcome === "passed") return true;
     if (outcome === "abandoned") return false;
-    const adapter = this.adapterHost.httpAdapter;
     for (const [name, value] of Object.entries(outcome.headers)) adapter.setHeader(response, name, value);
     throw admission.config.onRejected?.(outcome, request) ?? withoutStackTrace(() => new LeaseRejectedException(outcome));
   }

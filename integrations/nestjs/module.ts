@@ -8,9 +8,10 @@ import {
   type Type,
 } from "@nestjs/common";
 import { ValidationError } from "../../src/errors.js";
-import { prefix as checkPrefix } from "../../src/validate.js";
+import { given, parseAdmissionOptions } from "../../src/http/options.js";
+import { prefix as checkPrefix, knownOptions, optionsObject } from "../../src/validate.js";
 import { LeaseholdGuard } from "./guard.js";
-import { LEASEHOLD_OPTIONS, type LeaseholdModuleOptions } from "./options.js";
+import { LEASEHOLD_OPTIONS, type LeaseholdModuleOptions, MODULE_DEFAULTS } from "./options.js";
 
 /**
  * A class that makes the module options, for `forRootAsync({ useClass })` or
@@ -51,9 +52,17 @@ export interface LeaseholdModuleAsyncOptions extends Pick<ModuleMetadata, "impor
   useExisting?: Type<LeaseholdOptionsFactory>;
 }
 
-/** The module's prefix is every route's default: a bad one is refused when the module is configured, not on the first request. */
+const WHERE = "LeaseholdModule options";
+
+/**
+ * The module's options are every route's defaults: a bad one (a prefix with
+ * a colon, `exposeFence: "yes"`, a typo) is refused when the module is
+ * configured, not on the first request.
+ */
 function checked(options: LeaseholdModuleOptions): LeaseholdModuleOptions {
+  knownOptions(optionsObject(options, WHERE), MODULE_DEFAULTS, WHERE);
   if (options?.prefix !== undefined) checkPrefix(options.prefix);
+  parseAdmissionOptions({ kind: "lock", name: "module", options: given(options ?? {}, MODULE_DEFAULTS) }, WHERE);
   return options;
 }
 

@@ -10,7 +10,7 @@ import type { LeaseLostError, NotAcquiredReason } from "../errors.js";
  * };
  * ```
  */
-export type RejectionReason = "semaphore-full" | "lock-held" | "store-unavailable" | "lease-lost";
+export type RejectionReason = "semaphore-full" | "tenant-full" | "lock-held" | "store-unavailable" | "lease-lost";
 
 /**
  * The `application/problem+json` body (RFC 9457) leasehold answers with,
@@ -29,10 +29,16 @@ export interface ProblemDetails {
   detail: string;
   /** The lease id the request asked for, e.g. `"openai:tenant-a"`. */
   key: string;
-  /** The limit of that id (1 for a lock). */
+  /**
+   * The limit the request met: that id's (1 for a lock), or for
+   * `tenant-full` its tenant's `tenantLimit`. A tenant never sees the
+   * figures of the id's other tenants.
+   */
   limit: number;
   /** Seconds until a retry is likely to succeed, as in the Retry-After header. */
   retryAfter: number;
+  /** For `tenant-full`: the request's own tenant. */
+  tenant?: string;
   /** For `store-unavailable`: the kind of store that failed. */
   store?: string;
 }
@@ -52,10 +58,12 @@ export interface RejectionContext {
   status: number;
   /** The lease id the request asked for. */
   key: string;
-  /** The limit of that id (1 for a lock). */
+  /** The limit the request met: that id's (1 for a lock), or for `tenant-full` its tenant's `tenantLimit`. */
   limit: number;
   /** Whole seconds until a retry is likely to succeed, at least 1. */
   retryAfter: number;
+  /** The request's tenant, when its route names one (`tenant` option). */
+  tenant?: string | undefined;
   /** The engine error behind it (`SemaphoreNotAcquiredError`, `LockNotAcquiredError`, `StoreUnavailableError`, a LeaseLost error). */
   error: Error;
 }
@@ -86,6 +94,7 @@ export interface Rejection {
 
 const TITLES: Record<RejectionReason, string> = {
   "semaphore-full": "Too many concurrent requests",
+  "tenant-full": "Too many concurrent requests for this tenant",
   "lock-held": "Resource is locked",
   "store-unavailable": "Concurrency limiter unavailable",
   "lease-lost": "Concurrency permit lost",
@@ -101,6 +110,7 @@ const TITLES: Record<RejectionReason, string> = {
  */
 export const PROBLEM_TYPES: Record<RejectionReason, string> = {
   "semaphore-full": "urn:leasehold:problem:semaphore-full",
+  "tenant-full": "urn:leasehold:problem:tenant-full",
   "lock-held": "urn:leasehold:problem:lock-held",
   "store-unavailable": "urn:leasehold:problem:store-unavailable",
   "lease-lost": "urn:leasehold:problem:lease-lost",
@@ -116,6 +126,8 @@ export interface RejectionParts extends RejectionContext {
 export function rejection(parts: RejectionParts): Rejection {
   const { reason, status, key, limit, retryAfter, detail, error, store } = parts;
   const problem: ProblemDetails = { type: PROBLEM_TYPES[reason], title: TITLES[reason], status, detail, key, limit, retryAfter };
+  // Only its own tenant's name, and only where the refusal is about that tenant.
+  if (reason === "tenant-full" && parts.tenant !== undefined) problem.tenant = parts.tenant;
   if (store !== undefined) problem.store = store;
   return {
     reason,
@@ -145,6 +157,18 @@ export function refusalDetail(
   return kind === "semaphore"
     ? `All ${limit} permits of "${key}" are in use${after(reason)}; retry after ${retryAfter} s.`
     : `"${key}" is locked by another request${after(reason)}; retry after ${retryAfter} s.`;
+}
+
+/**
+ * The sentence of a refusal because the request's tenant holds its cap: its
+ * own figures only, never the id's other tenants' or the id's total.
+ */
+export function tenantFullDetail(key: string, tenant: string, tenantLimit: number, weight: number, retryAfter: number): string {
+  const held =
+    weight === 1
+      ? `All ${tenantLimit} permits of tenant "${tenant}" on "${key}" are in use`
+      : `Tenant "${tenant}" has fewer than ${weight} of its ${tenantLimit} permits on "${key}" free`;
+  return `${held}; retry after ${retryAfter} s.`;
 }
 
 /** The sentence of a refusal because the store could not be reached. */

@@ -25,12 +25,8 @@ import {
 } from "../../src/index.js";
 import { freePort } from "../support/redis-server.js";
 import { eventually, gate, spyStore, storesUnderTest } from "../support/stores.js";
-import { expressHarness } from "./express-app.js";
+import { harnesses } from "./frameworks.js";
 import { Control, type Harness, pause, type RunningApp } from "./harness.js";
-import { honoHarness } from "./hono-app.js";
-import { nestHarness } from "./nest-app.js";
-
-const harnesses: Harness[] = [expressHarness(5), expressHarness(4), honoHarness, nestHarness("express"), nestHarness("fastify")];
 
 /**
  * The stores each framework runs over. Every framework meets the memory store and Redis
@@ -570,7 +566,8 @@ describe("adapter options are validated when the middleware is created", () => {
   const cases: [string, () => unknown, RegExp][] = [
     ["Express limit 0", () => expressSemaphore("x", 0), /`limit` must be an integer of at least 1/],
     ["Express empty name", () => expressLock(""), /lease name/],
-    ["Express unknown option", () => expressSemaphore("x", 1, { tenant: "a" } as never), /unknown option `tenant`/],
+    ["Express unknown option", () => expressSemaphore("x", 1, { tenants: "a" } as never), /unknown option `tenants`/],
+    ["Express tenant not a function", () => expressSemaphore("x", 1, { tenant: "a" } as never), /`tenant` must be a function/],
     ["Express status 200", () => expressLock("x", { status: 200 }), /`status` must be an HTTP error status/],
     ["Express key not a function", () => expressLock("x", { key: "tenant" as never }), /`key` must be a function/],
     ["Express heartbeat too large", () => expressSemaphore("x", 1, { leaseMs: 100, heartbeatMs: 90 }), /at most half of leaseMs/],

@@ -125,4 +125,35 @@ describe("Hono adapter without a Node response (fetch runtimes)", () => {
     expect(thrown[0]).toBeInstanceOf(LeaseRejectedException);
     expect((thrown[0] as Error).stack).not.toMatch(/\n\s+at /);
   });
+
+  it("tenants and the fence work off Node too: 429 for a tenant at its cap, Lease-Fence on the answer", async () => {
+    const { app, control, count } = setup();
+    const first = app.request("/tenants", { headers: { "x-tenant": "acme", "x-id": "a1" } });
+    const second = app.request("/tenants", { headers: { "x-tenant": "acme", "x-id": "a2" } });
+    await eventually(() => control.entered.length === 2);
+    const capped = await app.request("/tenants", { headers: { "x-tenant": "acme" } });
+    expect(capped.status).toBe(429);
+    expect(capped.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
+    expect(await capped.json()).toMatchObject({ type: "urn:leasehold:problem:tenant-full", tenant: "acme", limit: 2 });
+    control.openAll();
+    for (const res of [await first, await second]) {
+      const body = (await res.json()) as { fence: number; tenant: string };
+      expect(body.tenant).toBe("acme");
+      expect(res.headers.get("lease-fence")).toBe(String(body.fence));
+    }
+    await eventually(async () => (await count("tenants")) === 0);
+  });
+
+  it("Lease-Fence reaches a response whose headers are immutable (Response.redirect), and the permit returns", async () => {
+    const store = memoryStore();
+    const app = new Hono();
+    app.get("/", honoSemaphore("redirect", 1, { client: store, exposeFence: true }), () =>
+      Response.redirect("https://example.com/", 302),
+    );
+    const res = await app.request("/");
+    expect(res.status).toBe(302);
+    expect(res.headers.get("location")).toBe("https://example.com/");
+    expect(res.headers.get("lease-fence")).toMatch(/^[1-9]\d*$/);
+    await eventually(async () => (await semaphore({ client: store, limit: 1 }).count("redirect")) === 0);
+  });
 });

@@ -195,6 +195,14 @@ describe.each(["express", "fastify"] as const)("NestJS specifics on %s", (platfo
     gates.stuck.open();
   });
 
+  it("exposeFence can be a module default", async () => {
+    const store = memoryStore();
+    await start([LeaseholdModule.forRoot({ client: store, exposeFence: true })]);
+    const res = await request(running.url).get("/scoped/inherits");
+    expect(res.body).toEqual({ key: "class-wide" });
+    expect(res.headers["lease-fence"]).toMatch(/^[1-9]\d*$/);
+  });
+
   it("forRootAsync makes the options with a class it instantiates (useClass) or one another module provides (useExisting)", async () => {
     const { store, calls } = spyStore(memoryStore());
     const STORE = Symbol("store");
@@ -272,6 +280,26 @@ describe("NestJS guard outside HTTP", () => {
     class AppModule {}
     const created = NestFactory.create(AppModule, new ExpressAdapter(), { logger: false, abortOnError: false });
     await expect(created).rejects.toThrow(/must not contain ":"/);
+  });
+
+  it("module options are checked when the module is configured: a bad value or an unknown option", async () => {
+    const cases: [LeaseholdModuleOptions, RegExp][] = [
+      [{ exposeFence: "yes" as never }, /`exposeFence` must be true or false/],
+      [{ disconnectGraceMs: 0 }, /`disconnectGraceMs` must be a whole number/],
+      [{ onStoreError: "open" as never }, /"fail-closed" or "fail-open"/],
+      [{ waitMs: 100 } as never, /unknown option `waitMs` for LeaseholdModule options/],
+    ];
+    for (const [options, message] of cases) {
+      expect(() => LeaseholdModule.forRoot(options)).toThrow(ValidationError);
+      expect(() => LeaseholdModule.forRoot(options)).toThrow(message);
+    }
+    @Module({
+      imports: [LeaseholdModule.forRootAsync({ useFactory: async () => ({ client: memoryStore(), exposeFence: 1 as never }) })],
+      controllers: [ScopedController],
+    })
+    class AppModule {}
+    const created = NestFactory.create(AppModule, new ExpressAdapter(), { logger: false, abortOnError: false });
+    await expect(created).rejects.toThrow(/`exposeFence` must be true or false/);
   });
 
   it("forRootAsync takes exactly one of useFactory, useClass and useExisting", () => {
