@@ -198,10 +198,14 @@ function middleware(route: AdmissionRoute<Context, HonoOnRejected>, where: strin
       if (outgoing === undefined) exchange.responded();
       return;
     }
-    // Nothing is written before the middleware chain returns, streamed bodies included.
-    if (exposeFence) setHeader(c, FENCE_HEADER, String(outcome.fence));
+    // Nothing is written before the middleware chain returns, streamed bodies included. A stacked
+    // leasehold middleware inside this one has set its own: the innermost's fence is sent, as in Express.
+    if (exposeFence && !c.res.headers.has(FENCE_HEADER)) setHeader(c, FENCE_HEADER, String(outcome.fence));
     // The response exists but its body may still be streaming: hold the lease until its last byte.
     if (outgoing !== undefined) exchange.onLost = cutResponse;
+    // Hono answers HEAD with the GET handler's status and headers, and drops its body unread:
+    // holding the permit until that body's end would hold it for good.
+    else if (c.req.method === "HEAD") exchange.responded();
     else c.res = holdBody(c.res, exchange);
   };
 }

@@ -156,4 +156,32 @@ describe("Hono adapter without a Node response (fetch runtimes)", () => {
     expect(res.headers.get("lease-fence")).toMatch(/^[1-9]\d*$/);
     await eventually(async () => (await semaphore({ client: store, limit: 1 }).count("redirect")) === 0);
   });
+
+  // Regression: Hono answers HEAD by running the GET route and dropping its body unread, so a
+  // permit held until that body's end was never returned (and kept renewed): every later request 503.
+  it("a HEAD request returns its permit when its handler has settled, off Node as on it", async () => {
+    const { app, control, count } = setup();
+    const head = app.request("/work", { method: "HEAD", headers: { "x-tenant": "a", "x-id": "h" } });
+    await eventually(() => control.entered.includes("h"));
+    expect(await count("work:a")).toBe(1);
+    control.open("h");
+    const res = await head;
+    expect(res.status).toBe(200);
+    expect(res.body).toBeNull();
+    await eventually(async () => (await count("work:a")) === 0);
+  });
+
+  it("a HEAD request to a streamed route returns its permit: nobody will read the stream", async () => {
+    const { app, control, count } = setup();
+    const res = await app.request("/stream", { method: "HEAD", headers: { "x-id": "h" } });
+    expect(res.status).toBe(200);
+    await eventually(async () => (await count("stream")) === 0);
+    const next = await app.request("/stream", { headers: { "x-id": "next" } });
+    expect(next.status).toBe(200);
+    const text = next.text();
+    await eventually(() => control.entered.includes("next"));
+    control.open("next");
+    expect(await text).toBe("first\nsecond\n");
+    await eventually(async () => (await count("stream")) === 0);
+  });
 });
