@@ -28,6 +28,7 @@ import {
   type Route,
   whereOf,
 } from "./options.js";
+import { HandlerWork, isTracked, within } from "./work.js";
 
 /**
  * The rejection a guarded route throws: an `HttpException` whose response is
@@ -119,8 +120,10 @@ export class LeaseholdGuard implements CanActivate {
 
 /**
  * Tells the guard's exchange when the handler is done (its observable
- * completed, failed or was unsubscribed), so the permit covers handlers that
- * work on after the response, or after their client left. `@Semaphore` and
+ * completed, failed or was unsubscribed, and the promise the handler returned
+ * settled), so the permit covers handlers that work on after the response,
+ * after their client left, or after a `timeout()` interceptor gave up on them.
+ * The handler's promise is seen for handlers the decorators wrapped. `@Semaphore` and
  * `@Lock` install it with the guard; a request without it is held until its
  * response finishes (or `disconnectGraceMs` after a disconnect).
  *
@@ -138,6 +141,10 @@ export class LeaseholdInterceptor implements NestInterceptor {
       context.getType() === "http" ? context.switchToHttp().getRequest()[EXCHANGE] : undefined;
     // A class and a method decorator both install it: the outermost reports.
     if (exchange === undefined || !exchange.workStarted()) return next.handle();
-    return next.handle().pipe(finalize(() => exchange.workEnded()));
+    const handler = context.getHandler();
+    if (!isTracked(handler)) return next.handle().pipe(finalize(() => exchange.workEnded()));
+    // Its observable can end (an outer timeout(), an SSE disconnect) while the handler's promise still runs.
+    const work = new HandlerWork(exchange, handler);
+    return within(work, () => next.handle()).pipe(finalize(() => work.ended()));
   }
 }

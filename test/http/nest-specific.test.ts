@@ -1,6 +1,7 @@
 import "reflect-metadata";
 import { request as httpRequest } from "node:http";
 import {
+  type CallHandler,
   type CanActivate,
   Controller,
   createParamDecorator,
@@ -12,6 +13,7 @@ import {
   Module,
   type NestInterceptor,
   type PipeTransform,
+  RequestTimeoutException,
   Res,
   Sse,
   UseGuards,
@@ -20,7 +22,7 @@ import {
 import { HttpAdapterHost, NestFactory, Reflector } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
 import { FastifyAdapter } from "@nestjs/platform-fastify";
-import { interval, map, take } from "rxjs";
+import { catchError, interval, map, TimeoutError, take, throwError, timeout } from "rxjs";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
 import {
@@ -125,6 +127,55 @@ class ScopedController {
   }
 }
 
+/** The timeout interceptor Nest's documentation shows: the handler's observable fails after 100 ms. */
+@Injectable()
+class Timeout implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler) {
+    return next.handle().pipe(
+      timeout(100),
+      catchError((error) => throwError(() => (error instanceof TimeoutError ? new RequestTimeoutException() : error))),
+    );
+  }
+}
+
+/** Handlers that outlive a timeout: each works until the test opens its gate, then counts its end. */
+const slow = { gate: gate(), ended: 0 };
+const slowWork = async () => {
+  await slow.gate.opened;
+  slow.ended++;
+  return "too late";
+};
+
+@Controller("timeout")
+class TimeoutController {
+  // Leasehold's interceptor inside the timeout (its observable is unsubscribed)...
+  @Get("inside")
+  @Semaphore("timeout-inside", 1)
+  @UseInterceptors(Timeout)
+  inside() {
+    return slowWork();
+  }
+
+  // ...outside it (its observable fails), with @Semaphore above @Get this time...
+  @Semaphore("timeout-outside", 1)
+  @UseInterceptors(Timeout)
+  @Get("outside")
+  outside() {
+    return slowWork();
+  }
+}
+
+// ...and on a controller, under a controller-wide timeout.
+@Controller("timeout-class")
+@Semaphore("timeout-class", 1)
+@UseInterceptors(Timeout)
+class TimeoutClassController {
+  @Get()
+  handler() {
+    return slowWork();
+  }
+}
+
 describe.each(["express", "fastify"] as const)("NestJS specifics on %s", (platform) => {
   let app: INestApplication;
   let running: RunningApp;
@@ -133,7 +184,10 @@ describe.each(["express", "fastify"] as const)("NestJS specifics on %s", (platfo
   });
 
   const start = async (imports: unknown[]) => {
-    @Module({ imports: imports as never[], controllers: [ScopedController, RefusedController] })
+    @Module({
+      imports: imports as never[],
+      controllers: [ScopedController, RefusedController, TimeoutController, TimeoutClassController],
+    })
     class AppModule {}
     app = await NestFactory.create(AppModule, platform === "express" ? new ExpressAdapter() : new FastifyAdapter(), {
       logger: false,
@@ -177,6 +231,34 @@ describe.each(["express", "fastify"] as const)("NestJS specifics on %s", (platfo
     expect(calls.semaphoreAcquire).toBe(1);
     await eventually(() => calls.semaphoreRelease === 1);
     expect(await semaphore({ client: store, limit: 1 }).count("refused")).toBe(0);
+  });
+
+  // Regression: a timeout interceptor answered 408 and the permit went back while the handler's
+  // promise still ran (the interceptor saw only its observable end): a second request was admitted
+  // beside it, two at once under limit 1.
+  it.each([
+    ["/timeout/inside", "timeout-inside"],
+    ["/timeout/outside", "timeout-outside"],
+    ["/timeout-class", "timeout-class"],
+  ])("%s: a handler that outlives a timeout() keeps its permit until it returns, then gives it back once", async (path, id) => {
+    const { store, calls } = spyStore(memoryStore());
+    await start([LeaseholdModule.forRoot({ client: store })]);
+    slow.gate = gate();
+    slow.ended = 0;
+    const count = () => semaphore({ client: store, limit: 1 }).count(id);
+    expect((await request(running.url).get(path)).status).toBe(408);
+    // The handler is still at work: its permit is taken, and nobody else is admitted.
+    expect(await count()).toBe(1);
+    expect((await request(running.url).get(path)).status).toBe(503);
+    expect(slow.ended).toBe(0);
+    slow.gate.open();
+    await eventually(() => slow.ended === 1);
+    await eventually(async () => (await count()) === 0);
+    expect(calls.semaphoreAcquire).toBe(2);
+    await eventually(() => calls.semaphoreRelease === 1);
+    const next = await request(running.url).get(path);
+    expect(next.status).toBe(200);
+    expect(next.text).toBe("too late");
   });
 
   it("disconnectGraceMs can be a module default", async () => {
