@@ -1,9 +1,14 @@
+import type { Server } from "node:http";
+import { request as httpRequest } from "node:http";
+import { createAdaptorServer } from "@hono/node-server";
 import { Hono } from "hono";
+import { streamSSE, streamText } from "hono/streaming";
+import request from "supertest";
 import { describe, expect, it } from "vitest";
 import { semaphore as honoSemaphore, LeaseRejectedException } from "../../integrations/hono/index.js";
 import { ClientAbortedError, memoryStore, SemaphoreLeaseLostError, semaphore } from "../../src/index.js";
-import { eventually } from "../support/stores.js";
-import { Control } from "./harness.js";
+import { eventually, gate } from "../support/stores.js";
+import { Control, listen } from "./harness.js";
 import { buildHonoApp } from "./hono-app.js";
 
 // Off Node (Bun, Deno, Workers) there is no ServerResponse to watch: the adapter wraps the body
@@ -184,4 +189,67 @@ describe("Hono adapter without a Node response (fetch runtimes)", () => {
     expect(await text).toBe("first\nsecond\n");
     await eventually(async () => (await count("stream")) === 0);
   });
+});
+
+describe("Hono streaming helpers (streamText, streamSSE), on Node and off it", () => {
+  const build = (store: ReturnType<typeof memoryStore>, opened: Promise<void>) => {
+    const app = new Hono();
+    app.get("/text", honoSemaphore("text", 1, { client: store }), (c) =>
+      streamText(c, async (body) => {
+        await body.write("first\n");
+        await opened;
+        await body.write("second\n");
+      }),
+    );
+    app.get("/sse", honoSemaphore("sse", 1, { client: store }), (c) =>
+      streamSSE(c, async (body) => {
+        await body.writeSSE({ data: "first" });
+        await opened;
+        await body.writeSSE({ data: "second" });
+      }),
+    );
+    return app;
+  };
+
+  it.each(["text", "sse"])(
+    "/%s over Node: held until the last byte; a client that leaves mid-stream returns it",
+    async (route) => {
+      const store = memoryStore();
+      const count = () => semaphore({ client: store, limit: 1 }).count(route);
+      const { opened, open } = gate();
+      const running = await listen(createAdaptorServer({ fetch: build(store, opened).fetch }) as Server);
+      try {
+        const whole = request(running.url)
+          .get(`/${route}`)
+          .buffer(true)
+          .parse((res, done) => {
+            let text = "";
+            res.on("data", (chunk: Buffer) => {
+              text += chunk.toString();
+            });
+            res.on("end", () => done(null, text));
+          })
+          .then((res) => res);
+        await eventually(async () => (await count()) === 1);
+        expect((await request(running.url).get(`/${route}`)).status).toBe(503);
+        open();
+        expect(String((await whole).body)).toMatch(/first[\s\S]*second/);
+        await eventually(async () => (await count()) === 0);
+
+        // The client leaves while the stream waits on its next chunk.
+        const late = gate();
+        const again = await listen(createAdaptorServer({ fetch: build(store, late.opened).fetch }) as Server);
+        const cut = httpRequest(`${again.url}/${route}`);
+        cut.on("error", () => {});
+        cut.end();
+        await eventually(async () => (await count()) === 1);
+        cut.destroy();
+        await eventually(async () => (await count()) === 0);
+        late.open();
+        await again.close();
+      } finally {
+        await running.close();
+      }
+    },
+  );
 });

@@ -1,5 +1,6 @@
 import "reflect-metadata";
 import { request as httpRequest } from "node:http";
+import { Readable } from "node:stream";
 import {
   type CallHandler,
   type CanActivate,
@@ -16,6 +17,7 @@ import {
   RequestTimeoutException,
   Res,
   Sse,
+  StreamableFile,
   UseGuards,
   UseInterceptors,
 } from "@nestjs/common";
@@ -165,6 +167,24 @@ class TimeoutController {
   }
 }
 
+/** A file whose stream fails after its first chunk (a disk error, a source that went away). */
+@Controller("files")
+class FilesController {
+  @Get("broken")
+  @Semaphore("broken-file", 1)
+  broken() {
+    return new StreamableFile(
+      Readable.from(
+        (async function* () {
+          yield "first\n";
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          throw new Error("disk gone");
+        })(),
+      ),
+    );
+  }
+}
+
 // ...and on a controller, under a controller-wide timeout.
 @Controller("timeout-class")
 @Semaphore("timeout-class", 1)
@@ -186,7 +206,7 @@ describe.each(["express", "fastify"] as const)("NestJS specifics on %s", (platfo
   const start = async (imports: unknown[]) => {
     @Module({
       imports: imports as never[],
-      controllers: [ScopedController, RefusedController, TimeoutController, TimeoutClassController],
+      controllers: [ScopedController, RefusedController, TimeoutController, TimeoutClassController, FilesController],
     })
     class AppModule {}
     app = await NestFactory.create(AppModule, platform === "express" ? new ExpressAdapter() : new FastifyAdapter(), {
@@ -259,6 +279,30 @@ describe.each(["express", "fastify"] as const)("NestJS specifics on %s", (platfo
     const next = await request(running.url).get(path);
     expect(next.status).toBe(200);
     expect(next.text).toBe("too late");
+  });
+
+  it("a StreamableFile whose stream fails mid-way returns its permit, and no loss is reported", async () => {
+    const { store, calls } = spyStore(memoryStore());
+    const lost: unknown[] = [];
+    await start([LeaseholdModule.forRoot({ client: store, onLeaseLost: (error) => lost.push(error) })]);
+    const res = await new Promise<{ text: string; complete: boolean }>((resolve) => {
+      let text = "";
+      const req = httpRequest(`${running.url}/files/broken`, (response) => {
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => {
+          text += chunk;
+        });
+        response.on("end", () => resolve({ text, complete: response.complete }));
+        response.on("error", () => resolve({ text, complete: false }));
+      });
+      req.on("error", () => resolve({ text, complete: false }));
+      req.end();
+    });
+    // The client sees a cut stream, never a complete-looking one.
+    expect(res.complete).toBe(false);
+    await eventually(async () => (await semaphore({ client: store, limit: 1 }).count("broken-file")) === 0);
+    await eventually(() => calls.semaphoreRelease === 1);
+    expect(lost).toEqual([]);
   });
 
   it("disconnectGraceMs can be a module default", async () => {
