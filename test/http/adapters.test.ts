@@ -522,10 +522,11 @@ describe("stacked middlewares on one route (a limit per route, and one per tenan
       "Express",
       (store: Store, opened: Promise<void>) => {
         const app = express();
-        const per = { client: store, key: (req: express.Request) => req.get("x-tenant") ?? "none" };
-        app.get("/", expressSemaphore("route", 2, { client: store }), expressSemaphore("tenant", 1, per), async (_req, res) => {
+        const per = { client: store, key: (req: express.Request) => req.get("x-tenant") ?? "none", exposeFence: true };
+        const route = expressSemaphore("route", 2, { client: store, exposeFence: true });
+        app.get("/", route, expressSemaphore("tenant", 1, per), async (req, res) => {
           await opened;
-          res.end("done");
+          res.end(`${req.lease?.key} ${req.lease?.fence}`);
         });
         return createServer(app);
       },
@@ -534,10 +535,11 @@ describe("stacked middlewares on one route (a limit per route, and one per tenan
       "Hono",
       (store: Store, opened: Promise<void>) => {
         const app = new Hono();
-        const per = { client: store, key: (c: Context) => c.req.header("x-tenant") ?? "none" };
-        app.get("/", honoSemaphore("route", 2, { client: store }), honoSemaphore("tenant", 1, per), async (c) => {
+        const per = { client: store, key: (c: Context) => c.req.header("x-tenant") ?? "none", exposeFence: true };
+        const route = honoSemaphore("route", 2, { client: store, exposeFence: true });
+        app.get("/", route, honoSemaphore("tenant", 1, per), async (c) => {
           await opened;
-          return c.text("done");
+          return c.text(`${c.get("lease")?.key} ${c.get("lease")?.fence}`);
         });
         app.onError((error, c) => ("getResponse" in error ? (error as HTTPException).getResponse() : c.text("error", 500)));
         return createAdaptorServer({ fetch: app.fetch });
@@ -545,21 +547,25 @@ describe("stacked middlewares on one route (a limit per route, and one per tenan
     ],
   ] as const;
 
-  it.each(frameworks)("%s: each holds its permit while the handler works and returns it after", async (_, serve) => {
-    const store = memoryStore();
-    const { opened, open } = gate();
-    const server = serve(store, opened);
-    const slots = semaphore({ client: store, limit: 2 });
-    const first = request(server)
-      .get("/")
-      .set("x-tenant", "a")
-      .then((res) => res);
-    await eventually(async () => (await slots.count("route")) === 1 && (await slots.count("tenant:a")) === 1);
-    expect((await request(server).get("/").set("x-tenant", "a")).status).toBe(503);
-    open();
-    expect((await first).text).toBe("done");
-    await eventually(async () => (await slots.count("route")) === 0 && (await slots.count("tenant:a")) === 0);
-  });
+  it.each(frameworks)(
+    "%s: each holds its permit while the handler works and returns it after; the handler sees the innermost's lease and fence",
+    async (_, serve) => {
+      const store = memoryStore();
+      const { opened, open } = gate();
+      const server = serve(store, opened);
+      const slots = semaphore({ client: store, limit: 2 });
+      const first = request(server)
+        .get("/")
+        .set("x-tenant", "a")
+        .then((res) => res);
+      await eventually(async () => (await slots.count("route")) === 1 && (await slots.count("tenant:a")) === 1);
+      expect((await request(server).get("/").set("x-tenant", "a")).status).toBe(503);
+      open();
+      const answered = await first;
+      expect(answered.text).toBe(`tenant:a ${answered.headers["lease-fence"]}`);
+      await eventually(async () => (await slots.count("route")) === 0 && (await slots.count("tenant:a")) === 0);
+    },
+  );
 });
 
 describe("adapter options are validated when the middleware is created", () => {
