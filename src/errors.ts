@@ -207,6 +207,14 @@ export class LockLeaseLostError extends LeaseholdError {
 export class StoreUnavailableError extends LeaseholdError {
   /** The kind of store that failed (`"redis"`, `"memory"`, or a custom store's kind), when known. */
   readonly store: string | undefined;
+  /**
+   * Set when the call was refused at once because the store is known to be
+   * unreachable: ms until leasehold probes it again (what an HTTP adapter
+   * answers as `Retry-After`).
+   */
+  retryAfterMs: number | undefined;
+  /** True when the store did not answer at all (a timeout), as opposed to answering with an error. */
+  unreachable = false;
 
   constructor(message: string, cause?: unknown, store?: string) {
     super("ERR_STORE_UNAVAILABLE", `leasehold: ${message}`, { cause });

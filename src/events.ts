@@ -26,6 +26,10 @@ export const CHANNELS = {
   renewError: "leasehold:renew-error",
   /** The store failed a call: {@link StoreErrorEvent}. */
   storeError: "leasehold:store-error",
+  /** A call could not reach the store: acquires fail at once until a probe answers: {@link StoreDownEvent}. */
+  storeDown: "leasehold:store-down",
+  /** The store answers again: {@link StoreUpEvent}. */
+  storeUp: "leasehold:store-up",
   /** An HTTP adapter refused a request: {@link HttpRejectedEvent}. */
   httpRejected: "leasehold:http-rejected",
 } as const;
@@ -86,6 +90,21 @@ export interface StoreErrorEvent {
   id?: string;
 }
 
+export interface StoreDownEvent {
+  /** The store's kind (`"redis"`, or a custom store's). */
+  store: string;
+  /** The failure that took it down. */
+  error: Error;
+  /** Ms until the first probe. */
+  retryAfterMs: number;
+}
+
+export interface StoreUpEvent {
+  store: string;
+  /** How long it was down, in ms. */
+  downMs: number;
+}
+
 export interface HttpRejectedEvent extends Subject {
   status: number;
   reason: string;
@@ -99,6 +118,8 @@ export const channels = {
   lost: channel(CHANNELS.lost),
   renewError: channel(CHANNELS.renewError),
   storeError: channel(CHANNELS.storeError),
+  storeDown: channel(CHANNELS.storeDown),
+  storeUp: channel(CHANNELS.storeUp),
   httpRejected: channel(CHANNELS.httpRejected),
 };
 

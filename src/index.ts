@@ -4,6 +4,7 @@
  *
  * @module leasehold
  */
+export type { StoreHealth } from "./breaker.js";
 export type { ClientInput } from "./client.js";
 export {
   ClientAbortedError,
@@ -25,7 +26,9 @@ export {
   type RejectedEvent,
   type ReleasedEvent,
   type RenewErrorEvent,
+  type StoreDownEvent,
   type StoreErrorEvent,
+  type StoreUpEvent,
   type Subject,
 } from "./events.js";
 export type { Lease, LockLease, SemaphoreLease } from "./lease.js";

@@ -2,7 +2,7 @@ import type { LeaseLostError } from "./errors.js";
 import { channels, type LostEvent, type ReleasedEvent, type Subject } from "./events.js";
 import { isMemoryStore } from "./store/memory.js";
 import type { Store } from "./store/types.js";
-import { bounded, isFlag } from "./store-call.js";
+import { bounded, isFlag, send } from "./store-call.js";
 import { backgroundTimers, type Due } from "./timers.js";
 import { positiveMs } from "./validate.js";
 
@@ -184,7 +184,13 @@ export class LeaseHandle implements Lease {
     const store = this.#backend.store;
     const ours = isMemoryStore(store)
       ? store.extendNow(this.#backend.kind, this.#backend.key, this.token, ms)
-      : await bounded(store, "extend", this.#backend.extend(this.token, ms), isFlag, this.#backend.subject);
+      : await bounded(
+          store,
+          "extend",
+          send(() => this.#backend.extend(this.token, ms)),
+          isFlag,
+          this.#backend.subject,
+        );
     if (ours) this.deadline = sentAt + ms - CLOCK_GRAIN_MS;
     else this.lose();
     return ours;
@@ -219,7 +225,13 @@ export class LeaseHandle implements Lease {
   async #giveBack(): Promise<boolean> {
     let ours: boolean;
     try {
-      ours = await bounded(this.#backend.store, "release", this.#backend.release(this.token), isFlag, this.#backend.subject);
+      ours = await bounded(
+        this.#backend.store,
+        "release",
+        send(() => this.#backend.release(this.token)),
+        isFlag,
+        this.#backend.subject,
+      );
     } catch (error) {
       // The store did not answer: the lease may still be held, so a retry must be possible.
       this.#released = false;

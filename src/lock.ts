@@ -1,4 +1,5 @@
 import { acquireLease, KeyCalls, type KeyOps, type Refused } from "./acquire.js";
+import { breakerOf, healthOfSource, type StoreHealth } from "./breaker.js";
 import type { ClientInput } from "./client.js";
 import { LockLeaseLostError, LockNotAcquiredError, ValidationError } from "./errors.js";
 import { subjectOf } from "./events.js";
@@ -16,7 +17,7 @@ import {
   type WaitOptions,
 } from "./options.js";
 import type { AcquireReply, LockStats, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
-import { bounded, isLockStats } from "./store-call.js";
+import { bounded, isLockStats, send } from "./store-call.js";
 import { id as checkId, knownOptions, optionsObject } from "./validate.js";
 
 /** Options of `acquire` on a lock. */
@@ -68,6 +69,8 @@ export interface Lock {
   run<T>(id: string, fn: (lease: LockLease) => T | PromiseLike<T>, options?: LockRunOptions): Promise<T>;
   /** Whether `id` is held, and for how long yet if not renewed: one store round trip. */
   stats(id: string): Promise<LockStats>;
+  /** Whether the store answers, as this process has seen it, without a round trip (see `Semaphore.health`). */
+  health(): Promise<StoreHealth>;
 }
 
 const FACTORY_OPTIONS = [
@@ -110,7 +113,18 @@ class DistributedLock implements Lock {
   async stats(id: string): Promise<LockStats> {
     const key = this.#defaults.keys.of(checkId(id));
     const store = await this.#defaults.source.get();
-    return bounded(store, "stats", store.lockStats(key), isLockStats, subjectOf("lock", id));
+    breakerOf(store)?.admit("lock", key);
+    return bounded(
+      store,
+      "stats",
+      send(() => store.lockStats(key)),
+      isLockStats,
+      subjectOf("lock", id),
+    );
+  }
+
+  health(): Promise<StoreHealth> {
+    return healthOfSource(this.#defaults.source);
   }
 
   #prepare(id: string, options: LockRunOptions | undefined, keeping: boolean): CallSettings {

@@ -7,7 +7,9 @@ import {
   type RejectedEvent,
   type ReleasedEvent,
   type RenewErrorEvent,
+  type StoreDownEvent,
   type StoreErrorEvent,
+  type StoreUpEvent,
   type Subject,
 } from "./events.js";
 import type { Semaphore } from "./semaphore.js";
@@ -29,6 +31,8 @@ export interface MetricsSink {
   lost(attributes: MetricAttributes): void;
   renewError(attributes: MetricAttributes): void;
   storeError(attributes: { store: string; operation: string; kind?: string; name?: string }): void;
+  /** A store went down (calls could not reach it; acquires now fail at once until a probe answers). */
+  storeDown(attributes: { store: string }): void;
   httpRejected(attributes: MetricAttributes & { status: number; reason: string }): void;
 }
 
@@ -64,6 +68,8 @@ export function watchEvents(sink: MetricsSink, options: ExportOptions = {}) {
     return attrs;
   };
   const outstanding = new Map<string, { attributes: MetricAttributes; count: number }>();
+  /** Each store kind seen going down or up, and whether it is up now. */
+  const stores = new Map<string, boolean>();
   const owners = new Map<string, string>();
   const seriesOf = (attrs: MetricAttributes) =>
     `${attrs.kind}\u0000${attrs.name}\u0000${attrs.id ?? ""}\u0000${attrs.tenant ?? ""}`;
@@ -126,6 +132,15 @@ export function watchEvents(sink: MetricsSink, options: ExportOptions = {}) {
       },
     ],
     [
+      CHANNELS.storeDown,
+      (message) => {
+        const { store } = message as StoreDownEvent;
+        stores.set(store, false);
+        sink.storeDown({ store });
+      },
+    ],
+    [CHANNELS.storeUp, (message) => stores.set((message as StoreUpEvent).store, true)],
+    [
       CHANNELS.httpRejected,
       (message) => {
         const event = message as HttpRejectedEvent;
@@ -138,6 +153,8 @@ export function watchEvents(sink: MetricsSink, options: ExportOptions = {}) {
   return {
     /** Leases this process holds, per series: the leak figure. */
     outstanding: () => [...outstanding.values()],
+    /** Stores seen going down or up, and whether each is up now. */
+    stores: () => [...stores].map(([store, up]) => ({ store, up })),
     /** Permits used and available of the tracked ids, read from the store. */
     tracked: async () =>
       Promise.all(

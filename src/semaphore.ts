@@ -1,4 +1,5 @@
 import { type Acquired, acquireLease, KeyCalls, type KeyOps, type Refused, type Tenant } from "./acquire.js";
+import { breakerOf, healthOfSource, type StoreHealth } from "./breaker.js";
 import type { ClientInput } from "./client.js";
 import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError, ValidationError } from "./errors.js";
 import { subjectOf } from "./events.js";
@@ -16,7 +17,7 @@ import {
   type WaitOptions,
 } from "./options.js";
 import type { AcquireReply, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
-import { bounded, isCount, isFigures } from "./store-call.js";
+import { bounded, isCount, isFigures, send } from "./store-call.js";
 import {
   type TenantCallOptions,
   type TenantDefaults,
@@ -87,6 +88,20 @@ export interface Semaphore {
   run<T>(id: string, fn: (lease: SemaphoreLease) => T | PromiseLike<T>, options?: SemaphoreRunOptions): Promise<T>;
   /** Live holders of `id` (not permits: a weight-3 holder counts once). Lapsed leases are not counted. */
   count(id: string): Promise<number>;
+  /**
+   * Whether the store answers, as this process has seen it, without a round
+   * trip: after a call fails to reach it, acquires and reads fail at once
+   * with `StoreUnavailableError` until a probe answers.
+   *
+   * @example
+   * ```ts
+   * app.get("/healthz", async (_req, res) => {
+   *   const health = await slots.health();
+   *   res.status(health.state === "up" ? 200 : 503).json(health);
+   * });
+   * ```
+   */
+  health(): Promise<StoreHealth>;
   /**
    * Permit usage of `id` in one store round trip: the limit, permits used,
    * live holders, callers waiting, permits available, and how many tenants
@@ -235,7 +250,18 @@ class DistributedSemaphore implements Semaphore {
   async count(id: string): Promise<number> {
     const key = this.#defaults.keys.of(checkId(id));
     const store = await this.#defaults.source.get();
-    return bounded(store, "count", store.semaphoreCount(key), isCount, subjectOf("semaphore", id));
+    breakerOf(store)?.admit("semaphore", key);
+    return bounded(
+      store,
+      "count",
+      send(() => store.semaphoreCount(key)),
+      isCount,
+      subjectOf("semaphore", id),
+    );
+  }
+
+  health(): Promise<StoreHealth> {
+    return healthOfSource(this.#defaults.source);
   }
 
   stats(id: string): Promise<SemaphoreStats>;
@@ -247,8 +273,15 @@ class DistributedSemaphore implements Semaphore {
     if (given !== undefined) knownOptions(given, ["tenant", "tenantLimit"], "semaphore stats");
     const tenant = given === undefined ? undefined : tenantOfCall(this.#tenants, given, limit, 1);
     const store = await this.#defaults.source.get();
+    breakerOf(store)?.admit("semaphore", key);
     const subject = subjectOf("semaphore", id, tenant?.name);
-    const figures = await bounded(store, "stats", store.semaphoreStats(key, tenant?.name), isFigures, subject);
+    const figures = await bounded(
+      store,
+      "stats",
+      send(() => store.semaphoreStats(key, tenant?.name)),
+      isFigures,
+      subject,
+    );
     if (tenant === undefined) {
       return {
         limit,

@@ -255,7 +255,8 @@ export class Admission<Req, OnRejected = never> {
         key: id,
         limit,
         tenant: tenant?.name,
-        retryAfter: 1,
+        // While the breaker holds the store down, the time to its next probe; else a second.
+        retryAfter: Math.max(1, Math.ceil((error.retryAfterMs ?? 1000) / 1000)),
         detail: storeDownDetail(store, id),
         error,
         store,

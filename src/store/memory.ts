@@ -308,7 +308,15 @@ class MemoryStore implements LocalStore {
   constructor(
     readonly waiterLeaseMs: number,
     readonly clock: MemoryClock,
-  ) {}
+  ) {
+    // A wrapper made with Object.create(store) calls the methods it does not override with itself as
+    // `this`, which has none of the #private state: they are bound to the store once, here.
+    const self = this as unknown as Record<string, unknown>;
+    for (const name of Object.getOwnPropertyNames(MemoryStore.prototype)) {
+      const method = self[name];
+      if (name !== "constructor" && typeof method === "function") self[name] = method.bind(this);
+    }
+  }
 
   // ---- the Store contract ----
 
@@ -945,9 +953,12 @@ export interface MemoryStoreOptions {
   waiterLeaseMs?: number;
 }
 
-/** True for the embedded store (not for wrappers around it): the engine may call it at once. */
+/**
+ * True for the embedded store itself, not for a wrapper made with `Object.create(store)` (whose
+ * overrides must be called): only then may the engine call its synchronous cores at once.
+ */
 export function isMemoryStore(store: Store): store is LocalStore {
-  return store instanceof MemoryStore;
+  return Object.getPrototypeOf(store) === MemoryStore.prototype;
 }
 
 let shared: Store | undefined;

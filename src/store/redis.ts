@@ -176,7 +176,10 @@ function inspection(reply: unknown, script: Script): Inspection {
 }
 
 function unexpected(reply: unknown, script: Script): Error {
-  return new Error(`unexpected reply ${JSON.stringify(reply)} from ${script.name}`);
+  const error = new Error(`unexpected reply ${JSON.stringify(reply)} from ${script.name}`);
+  // The server answered, wrongly: not a sign that it is unreachable (see src/breaker.ts).
+  error.name = "UnexpectedReply";
+  return error;
 }
 
 /**
@@ -189,6 +192,12 @@ const semaphoreKeys = (key: string): string[] => [key, `${key}:m`, `${key}:q`, `
 const lockKeys = (key: string): string[] => [key, `${key}:m`, `${key}:q`, `${key}:qe`];
 /** A fast path's keys: the holders, and the tenants' permits when one of the tokens has a tenant. */
 const fastKeys = (key: string, tenanted: boolean): string[] => (tenanted ? [key, `${key}:t`] : [key]);
+/**
+ * Whether a fast call must declare the tenants' index: the id is remembered as having tenants, or
+ * one of its tokens has one (the memory of ids is bounded and starts over: a tenant lease released
+ * without the index would leave its tenant counting permits nobody holds).
+ */
+const withTenant = (items: readonly { token: string }[]): boolean => items.some((item) => item.token.includes("@"));
 /** Where grants on a key are announced (the scripts derive the same name). */
 const channelOf = (key: string): string => `${key}:ch`;
 
@@ -245,7 +254,7 @@ class RedisLeaseStore implements RedisStore {
     this.takes = new Coalescer(COALESCE_FROM, async (key, calls) => {
       const script = this.scripts.semaphoreTake;
       const args = calls.flatMap((call) => [call.token, call.limit, call.weight, call.leaseMs, call.tenantLimit]);
-      const reply = await runScript(this.client, script, fastKeys(key, this.tenanted.has(key)), args);
+      const reply = await runScript(this.client, script, fastKeys(key, this.tenanted.has(key) || withTenant(calls)), args);
       if (Array.isArray(reply) && reply.length === 1 && reply[0] === -2) {
         // Tenants hold on this id: declare their index from now on, and ask again.
         this.#remember(this.tenanted, key);
@@ -259,7 +268,7 @@ class RedisLeaseStore implements RedisStore {
       const script = this.scripts.semaphoreReturn;
       const args = leases.flatMap((lease) => [lease.token, lease.weight]);
       const replies = perItem(
-        await runScript(this.client, script, fastKeys(key, this.tenanted.has(key)), args),
+        await runScript(this.client, script, fastKeys(key, this.tenanted.has(key) || withTenant(leases)), args),
         leases.length,
         isFlagNumber,
         script,

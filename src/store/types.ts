@@ -1,3 +1,5 @@
+import { MAX_MS } from "../validate.js";
+
 /**
  * The answer to an acquire attempt. When not acquired, `retryAfterMs` is how
  * long until the nearest current lease ends at the latest (a holder that
@@ -210,4 +212,22 @@ export function isStore(value: unknown): value is Store {
     typeof (value as Store).semaphoreAcquire === "function" &&
     typeof (value as Store).lockAcquire === "function"
   );
+}
+
+/** The bound on one round trip for a store that names none (a custom store). */
+const DEFAULT_TIMEOUT_MS = 2000;
+
+/**
+ * A duration a store declares about itself, or `fallback` when it declares
+ * none or one a timer cannot hold (a custom store's `Infinity` or `"5s"`
+ * would make every timer built on it fire at once).
+ */
+export function declaredMs(store: Store, property: "timeoutMs" | "waiterLeaseMs", fallback: number): number {
+  const own = (store as { timeoutMs?: unknown; waiterLeaseMs?: unknown })[property];
+  return typeof own === "number" && own >= 1 && own <= MAX_MS ? own : fallback;
+}
+
+/** The longest one round trip to `store` may take: what it declares, else 2 s (the breaker's probe and every call alike). */
+export function declaredTimeoutMs(store: Store): number {
+  return declaredMs(store, "timeoutMs", DEFAULT_TIMEOUT_MS);
 }

@@ -513,6 +513,25 @@ describe.each(harnesses)("$name adapter", (harness) => {
       expect(open.body).toEqual({ lease: false });
       expect(control.reasons.get("store")).toBeInstanceOf(StoreUnavailableError);
     });
+
+    it("after the first failure, refuses at once until the store's next probe, and says when that is in Retry-After", async () => {
+      expect((await request(app.url).get("/work").set("x-tenant", "a")).status).toBe(503);
+      const burst = await Promise.all(
+        Array.from({ length: 10 }, (_, n) => request(app.url).get("/work").set("x-tenant", `t${n}`)),
+      );
+      for (const res of burst) {
+        expect(res.status).toBe(503);
+        expect(JSON.parse(res.text)).toMatchObject({ type: "urn:leasehold:problem:store-unavailable" });
+        // The next probe is at most 2 s away.
+        expect(Number(res.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+        expect(Number(res.headers["retry-after"])).toBeLessThanOrEqual(2);
+      }
+      // fail-open passes without waiting for the store: the refusal came from the breaker, not a timeout.
+      expect((await request(app.url).get("/open")).status).toBe(200);
+      const refusal = control.reasons.get("store") as StoreUnavailableError;
+      expect(refusal.retryAfterMs).toBeGreaterThan(0);
+      expect(refusal.retryAfterMs).toBeLessThanOrEqual(2000);
+    });
   });
 });
 
