@@ -19,6 +19,8 @@ export type MetricAttributes = {
   kind: string;
   name: string;
   id?: string;
+  /** With `tenantAttribute`: the tenant a semaphore call (or an adapter's `tenant`) named. */
+  tenant?: string;
 };
 
 /** What an exporter does with each event (OpenTelemetry and prom-client implement it). */
@@ -37,8 +39,10 @@ export interface MetricsSink {
 /** Options shared by the OpenTelemetry and Prometheus exporters. */
 export interface ExportOptions {
   /**
-   * Add the full lease id (`openai:tenant-42`) as an attribute. Off by
-   * default: tenant ids would make one series per tenant.
+   * Add the full lease id (`openai:tenant-42`) as an attribute, and the
+   * tenant of calls that name one (`tenant`, as the adapters' `tenant`
+   * option passes it). Off by default: tenant ids would make one series per
+   * tenant.
    * @default false
    */
   tenantAttribute?: boolean;
@@ -57,13 +61,18 @@ export interface ExportOptions {
  */
 export function watchEvents(sink: MetricsSink, options: ExportOptions = {}) {
   const withId = options.tenantAttribute === true;
-  const attributes = (subject: Subject): MetricAttributes =>
-    withId ? { kind: subject.kind, name: subject.name, id: subject.id } : { kind: subject.kind, name: subject.name };
+  const attributes = (subject: Subject): MetricAttributes => {
+    if (!withId) return { kind: subject.kind, name: subject.name };
+    const attrs: MetricAttributes = { kind: subject.kind, name: subject.name, id: subject.id };
+    if (subject.tenant !== undefined) attrs.tenant = subject.tenant;
+    return attrs;
+  };
   const outstanding = new Map<string, { attributes: MetricAttributes; count: number }>();
   /** Each store kind seen going down or up, and whether it is up now. */
   const stores = new Map<string, boolean>();
   const owners = new Map<string, string>();
-  const seriesOf = (attrs: MetricAttributes) => `${attrs.kind}\u0000${attrs.name}\u0000${attrs.id ?? ""}`;
+  const seriesOf = (attrs: MetricAttributes) =>
+    `${attrs.kind}\u0000${attrs.name}\u0000${attrs.id ?? ""}\u0000${attrs.tenant ?? ""}`;
   const settle = (token: string) => {
     const series = owners.get(token);
     if (series === undefined) return;

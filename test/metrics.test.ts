@@ -145,6 +145,47 @@ describe("Prometheus export", () => {
   });
 });
 
+describe("tenantAttribute", () => {
+  it("adds the id and the tenant, of engine calls and adapter refusals alike, only when asked", async () => {
+    const store = memoryStore();
+    const slots = semaphore({ client: store, limit: 3, tenantLimit: 1, prefix: "t" });
+    const app = express();
+    app.get("/", guard("chat", 3, { client: store, tenant: (req) => req.get("x-tenant") ?? "", tenantLimit: 1 }), (_req, res) =>
+      res.end(),
+    );
+    const scripted = async () => {
+      const held = await slots.acquire("jobs", { tenant: "acme" });
+      expect(await slots.acquire("jobs", { tenant: "acme" })).toBeNull();
+      await held?.release();
+      const holder = await semaphore({ client: store, limit: 3 }).acquire("chat", { tenant: "acme", tenantLimit: 1 });
+      expect((await request(app).get("/").set("x-tenant", "acme")).status).toBe(429);
+      await holder?.release();
+    };
+
+    const plain = new Registry();
+    stops.push(collectMetrics({ registry: plain }));
+    await scripted();
+    const plainText = await plain.metrics();
+    expect(plainText).toMatch(
+      /leasehold_http_rejected_total\{kind="semaphore",name="chat",status="429",reason="tenant-full"\} 1/,
+    );
+    expect(plainText).not.toMatch(/acme/);
+    for (const stop of stops.splice(0)) stop();
+
+    const asked = new Registry();
+    stops.push(collectMetrics({ registry: asked, tenantAttribute: true }));
+    await scripted();
+    const text = await asked.metrics();
+    expect(text).toMatch(/leasehold_acquired_total\{kind="semaphore",name="jobs",id="jobs",tenant="acme"\} 1/);
+    expect(text).toMatch(
+      /leasehold_rejected_total\{kind="semaphore",name="jobs",id="jobs",tenant="acme",reason="tenant-full"\} 1/,
+    );
+    expect(text).toMatch(
+      /leasehold_http_rejected_total\{kind="semaphore",name="chat",id="chat",tenant="acme",status="429",reason="tenant-full"\} 1/,
+    );
+  });
+});
+
 describe("diagnostics channels", () => {
   it("publish nothing and build nothing while nobody subscribes, and everything once someone does", async () => {
     const seen: string[] = [];

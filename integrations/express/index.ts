@@ -6,7 +6,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Closable, CloseOptions } from "../../src/holdings.js";
 import { Admission } from "../../src/http/admission.js";
-import { Exchange, LeaseView, type RequestLease } from "../../src/http/exchange.js";
+import { Exchange, FENCE_HEADER, LeaseView, type RequestLease } from "../../src/http/exchange.js";
 import { reportHandlerEnd, sendRejection, watchNodeResponse } from "../../src/http/node-response.js";
 import {
   type AdmissionRoute,
@@ -77,7 +77,7 @@ export type LeaseholdMiddleware = RequestHandler & Closable;
 
 function middleware(route: AdmissionRoute<Request, ExpressOnRejected>, where: string): LeaseholdMiddleware {
   const admission = new Admission(parseAdmissionOptions(route, where));
-  const { name, disconnectGraceMs, onRejected } = admission.config;
+  const { name, disconnectGraceMs, onRejected, exposeFence } = admission.config;
   const handler = function leasehold(req: Request, res: Response, next: NextFunction): void {
     const exchange = new Exchange(name, disconnectGraceMs);
     watchNodeResponse(res, exchange);
@@ -86,6 +86,8 @@ function middleware(route: AdmissionRoute<Request, ExpressOnRejected>, where: st
     admission.admit(req, exchange).then((outcome) => {
       if (outcome instanceof LeaseView) {
         req.lease = outcome;
+        // Before the handler: a streamed body sends its headers with its first write.
+        if (exposeFence) res.setHeader(FENCE_HEADER, String(outcome.fence));
         next();
       } else if (outcome === "passed") next();
       else if (outcome === "abandoned") return;

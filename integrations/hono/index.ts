@@ -9,7 +9,7 @@ import { HTTPException } from "hono/http-exception";
 import type { LeaseLostError } from "../../src/errors.js";
 import type { Closable, CloseOptions } from "../../src/holdings.js";
 import { Admission } from "../../src/http/admission.js";
-import { Exchange, LeaseView, type RequestLease } from "../../src/http/exchange.js";
+import { Exchange, FENCE_HEADER, LeaseView, type RequestLease } from "../../src/http/exchange.js";
 import { watchNodeResponse } from "../../src/http/node-response.js";
 import {
   type AdmissionRoute,
@@ -154,9 +154,25 @@ export type LeaseholdMiddleware<Lease extends RequestLease = RequestLease> = Mid
 }> &
   Closable;
 
+/**
+ * Sets a header on the handler's response, whatever made it. `c.header()`
+ * would rebuild a finished response (on Node, off `@hono/node-server`'s fast
+ * path); a response whose headers are immutable (one from `fetch`) is copied.
+ */
+function setHeader(c: Context, name: string, value: string): void {
+  try {
+    c.res.headers.set(name, value);
+  } catch {
+    const copy = new Response(c.res.body, c.res);
+    copy.headers.set(name, value);
+    c.res = undefined;
+    c.res = copy;
+  }
+}
+
 function middleware(route: AdmissionRoute<Context, HonoOnRejected>, where: string): MiddlewareHandler & Closable {
   const admission = new Admission(parseAdmissionOptions(route, where));
-  const { name, disconnectGraceMs, onRejected } = admission.config;
+  const { name, disconnectGraceMs, onRejected, exposeFence } = admission.config;
   const handler: MiddlewareHandler = async function leasehold(c, next) {
     const exchange = new Exchange(name, disconnectGraceMs);
     const outgoing = nodeResponse(c.env);
@@ -198,8 +214,14 @@ function middleware(route: AdmissionRoute<Context, HonoOnRejected>, where: strin
       if (outgoing === undefined) exchange.responded();
       return;
     }
+    // Nothing is written before the middleware chain returns, streamed bodies included. A stacked
+    // leasehold middleware inside this one has set its own: the innermost's fence is sent, as in Express.
+    if (exposeFence && !c.res.headers.has(FENCE_HEADER)) setHeader(c, FENCE_HEADER, String(outcome.fence));
     // The response exists but its body may still be streaming: hold the lease until its last byte.
     if (outgoing !== undefined) exchange.onLost = cutResponse;
+    // Hono answers HEAD with the GET handler's status and headers, and drops its body unread:
+    // holding the permit until that body's end would hold it for good.
+    else if (c.req.method === "HEAD") exchange.responded();
     else c.res = holdBody(c.res, exchange);
   };
   return Object.assign(handler, { close: (options?: CloseOptions) => admission.close(options) });

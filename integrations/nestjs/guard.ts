@@ -14,7 +14,7 @@ import { HttpAdapterHost, Reflector } from "@nestjs/core";
 import { finalize, type Observable } from "rxjs";
 import { DEFAULT_GRACE_MS } from "../../src/holdings.js";
 import { Admission } from "../../src/http/admission.js";
-import { Exchange, LeaseView } from "../../src/http/exchange.js";
+import { Exchange, FENCE_HEADER, LeaseView } from "../../src/http/exchange.js";
 import { watchNodeResponse } from "../../src/http/node-response.js";
 import { given, parseAdmissionOptions } from "../../src/http/options.js";
 import { type Rejection, withoutStackTrace } from "../../src/http/problem.js";
@@ -30,6 +30,7 @@ import {
   type Route,
   whereOf,
 } from "./options.js";
+import { HandlerWork, isTracked, within } from "./work.js";
 
 /**
  * The rejection a guarded route throws: an `HttpException` whose response is
@@ -106,13 +107,14 @@ export class LeaseholdGuard implements CanActivate, BeforeApplicationShutdown {
     watchNodeResponse(raw, exchange);
 
     const outcome = await admission.admit(request, exchange);
+    const adapter = this.adapterHost.httpAdapter;
     if (outcome instanceof LeaseView) {
       request.lease = outcome;
+      if (admission.config.exposeFence) adapter.setHeader(response, FENCE_HEADER, String(outcome.fence));
       return true;
     }
     if (outcome === "passed") return true;
     if (outcome === "abandoned") return false;
-    const adapter = this.adapterHost.httpAdapter;
     for (const [name, value] of Object.entries(outcome.headers)) adapter.setHeader(response, name, value);
     throw admission.config.onRejected?.(outcome, request) ?? withoutStackTrace(() => new LeaseRejectedException(outcome));
   }
@@ -145,8 +147,10 @@ export class LeaseholdGuard implements CanActivate, BeforeApplicationShutdown {
 
 /**
  * Tells the guard's exchange when the handler is done (its observable
- * completed, failed or was unsubscribed), so the permit covers handlers that
- * work on after the response, or after their client left. `@Semaphore` and
+ * completed, failed or was unsubscribed, and the promise the handler returned
+ * settled), so the permit covers handlers that work on after the response,
+ * after their client left, or after a `timeout()` interceptor gave up on them.
+ * The handler's promise is seen for handlers the decorators wrapped. `@Semaphore` and
  * `@Lock` install it with the guard; a request without it is held until its
  * response finishes (or `disconnectGraceMs` after a disconnect).
  *
@@ -164,6 +168,10 @@ export class LeaseholdInterceptor implements NestInterceptor {
       context.getType() === "http" ? context.switchToHttp().getRequest()[EXCHANGE] : undefined;
     // A class and a method decorator both install it: the outermost reports.
     if (exchange === undefined || !exchange.workStarted()) return next.handle();
-    return next.handle().pipe(finalize(() => exchange.workEnded()));
+    const handler = context.getHandler();
+    if (!isTracked(handler)) return next.handle().pipe(finalize(() => exchange.workEnded()));
+    // Its observable can end (an outer timeout(), an SSE disconnect) while the handler's promise still runs.
+    const work = new HandlerWork(exchange, handler);
+    return within(work, () => next.handle()).pipe(finalize(() => work.ended()));
   }
 }

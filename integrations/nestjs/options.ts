@@ -60,7 +60,7 @@ export interface NestLockOptions extends LockAdmissionOptions<NestRequest, NestO
 export interface LeaseholdModuleOptions
   extends Pick<
     AdmissionOptions<NestRequest>,
-    "prefix" | "onStoreError" | "onStoreUnavailable" | "onLeaseLost" | "onRenewError" | "disconnectGraceMs"
+    "prefix" | "onStoreError" | "onStoreUnavailable" | "onLeaseLost" | "onRenewError" | "disconnectGraceMs" | "exposeFence"
   > {
   /** Where leases live. @default the process-wide embedded memory store */
   client?: ClientInput;
@@ -84,6 +84,7 @@ export const MODULE_DEFAULTS = [
   "onLeaseLost",
   "onRenewError",
   "disconnectGraceMs",
+  "exposeFence",
 ] as const satisfies readonly (keyof LeaseholdModuleOptions)[];
 
 /**

@@ -42,7 +42,7 @@ const SECONDS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60
 export function collectMetrics(options: PrometheusOptions = {}): () => void {
   const registry = options.registry ?? defaultRegistry;
   const prefix = options.prefix ?? "leasehold_";
-  const series = options.tenantAttribute === true ? ["kind", "name", "id"] : ["kind", "name"];
+  const series = options.tenantAttribute === true ? ["kind", "name", "id", "tenant"] : ["kind", "name"];
   const registers = [registry];
   const counter = (name: string, help: string, extra: string[] = []) =>
     new Counter({ name: `${prefix}${name}`, help, labelNames: [...series, ...extra], registers });

@@ -14,6 +14,9 @@ import type { Lease, LeaseHandle, LockLease, SemaphoreLease } from "../lease.js"
  */
 export type RequestLease = SemaphoreLease | LockLease;
 
+/** The response header that carries an admitted request's fence, with `exposeFence: true`. */
+export const FENCE_HEADER = "Lease-Fence";
+
 /**
  * What the exchange knows of the handler's work: nothing (no adapter reports
  * it, or not yet), running (its end will be reported), or ended.

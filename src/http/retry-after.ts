@@ -29,7 +29,7 @@ export class RetryAfterEstimate {
 
   /**
    * Whole seconds until a retry is likely to succeed, at least 1. Refused
-   * outright: the typical hold, capped by the nearest lease expiry (the
+   * outright (every permit, or every permit of the caller's tenant, taken): the typical hold, capped by the nearest lease expiry (the
    * latest a permit can stay taken). Refused after queueing or with the queue
    * full: the typical wait of those admitted from the queue, when there is one.
    */
@@ -37,7 +37,9 @@ export class RetryAfterEstimate {
     const holds = this.#holds.value;
     const waits = this.#waits.value;
     const hold = holds === undefined ? nearestExpiryMs : Math.min(holds, nearestExpiryMs);
-    const ms = reason !== "full" && waits !== undefined ? Math.max(waits, 1) : hold;
+    // A tenant at its cap was refused outright too, on its own holders' expiry.
+    const outright = reason === "full" || reason === "tenant-full";
+    const ms = !outright && waits !== undefined ? Math.max(waits, 1) : hold;
     return Math.max(1, Math.ceil(ms / 1000));
   }
 }
