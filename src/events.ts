@@ -123,10 +123,15 @@ export const channels = {
   httpRejected: channel(CHANNELS.httpRejected),
 };
 
-/** The subject of an id: its kind, its name (up to the first `:`), and the id. */
-export function subjectOf(kind: "semaphore" | "lock", id: string, tenant?: string): Subject {
+/** An id's name, for events and metrics: the id up to its first `:` (`openai` for `openai:tenant-42`). */
+export function nameOf(id: string): string {
   const colon = id.indexOf(":");
-  const subject: Subject = { kind, name: colon === -1 ? id : id.slice(0, colon), id };
+  return colon === -1 ? id : id.slice(0, colon);
+}
+
+/** The subject of an id: its kind, its name (see `nameOf`), and the id. */
+export function subjectOf(kind: "semaphore" | "lock", id: string, tenant?: string): Subject {
+  const subject: Subject = { kind, name: nameOf(id), id };
   if (tenant !== undefined) subject.tenant = tenant;
   return subject;
 }

@@ -1,5 +1,6 @@
 import { setMaxListeners } from "node:events";
 import type { StoreSource } from "./client.js";
+import { CLOSE_GRACE_MS } from "./defaults.js";
 import { ShutdownError } from "./errors.js";
 import type { LeaseHandle, LeaseOwner } from "./lease.js";
 import type { CallSettings } from "./options.js";
@@ -45,15 +46,14 @@ export interface Closable {
 }
 
 /** How long held leases may be kept after `close()` told their holders to stop, by default. */
-export const DEFAULT_GRACE_MS = 5000;
 
 /** The grace of a `close(options)` call: checked like any option, before anything is closed. */
 export function graceOf(options: CloseOptions | undefined): number {
-  if (options === undefined) return DEFAULT_GRACE_MS;
+  if (options === undefined) return CLOSE_GRACE_MS;
   const given = optionsObject(options, "close");
   knownOptions(given, ["graceMs"], "close");
   return given.graceMs === undefined
-    ? DEFAULT_GRACE_MS
+    ? CLOSE_GRACE_MS
     : delayMs("graceMs", given.graceMs, "Pass how long running work may finish before its permit is taken back, e.g. 10000.");
 }
 

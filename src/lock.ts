@@ -1,6 +1,7 @@
 import { acquireLease, KeyCalls, type KeyOps, type Refused } from "./acquire.js";
 import { breakerOf, healthOfSource, type StoreHealth } from "./breaker.js";
 import type { ClientInput } from "./client.js";
+import { LOCK_TTL_MS } from "./defaults.js";
 import { LockLeaseLostError, LockNotAcquiredError, ValidationError } from "./errors.js";
 import { subjectOf } from "./events.js";
 import { type CloseOptions, Holdings } from "./holdings.js";
@@ -123,7 +124,7 @@ class DistributedLock implements Lock {
   readonly #holdings = new Holdings("lock");
 
   constructor(options: Record<string, unknown>) {
-    this.#defaults = resolveDefaults(options, "lock", "ttlMs", 30_000, this.#holdings.signal);
+    this.#defaults = resolveDefaults(options, "lock", "ttlMs", LOCK_TTL_MS, this.#holdings.signal);
     this.#tag = new TokenTag(ownerTag(options.owner === undefined ? defaultOwner() : checkOwner(options.owner)));
   }
 

@@ -4,6 +4,7 @@ import {
   CHANNELS,
   type HttpRejectedEvent,
   type LostEvent,
+  nameOf,
   type RejectedEvent,
   type ReleasedEvent,
   type RenewErrorEvent,
@@ -160,10 +161,9 @@ export function watchEvents(sink: MetricsSink, options: ExportOptions = {}) {
       Promise.all(
         (options.track ?? []).map(async ({ semaphore, id }) => {
           const stats = await semaphore.stats(id);
-          const colon = id.indexOf(":");
           const attrs: MetricAttributes = {
             kind: "semaphore",
-            name: colon === -1 ? id : id.slice(0, colon),
+            name: nameOf(id),
             ...(withId ? { id } : {}),
           };
           return { attributes: attrs, stats };

@@ -1,6 +1,7 @@
 import { type Acquired, acquireLease, KeyCalls, type KeyOps, type Refused, type Tenant } from "./acquire.js";
 import { breakerOf, healthOfSource, type StoreHealth } from "./breaker.js";
 import type { ClientInput } from "./client.js";
+import { SEMAPHORE_LEASE_MS } from "./defaults.js";
 import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError, ValidationError } from "./errors.js";
 import { subjectOf } from "./events.js";
 import { type CloseOptions, Holdings } from "./holdings.js";
@@ -267,7 +268,7 @@ class DistributedSemaphore implements Semaphore {
       throw new ValidationError("limit", `\`limit\` is required. ${limitFix}`);
     }
     this.#limit = typeof options.limit === "function" ? (options.limit as (id: string) => number) : checkLimit(options.limit);
-    this.#defaults = resolveDefaults(options, "semaphore", "leaseMs", 60_000, this.#holdings.signal);
+    this.#defaults = resolveDefaults(options, "semaphore", "leaseMs", SEMAPHORE_LEASE_MS, this.#holdings.signal);
     this.#tenants = tenantDefaults(options, typeof this.#limit === "number" ? this.#limit : undefined);
     this.#owner = ownerTag(options.owner === undefined ? defaultOwner() : checkOwner(options.owner));
   }

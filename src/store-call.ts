@@ -1,4 +1,5 @@
 import { breakerOf } from "./breaker.js";
+import { WAITER_LEASE_MS } from "./defaults.js";
 import { LeaseholdError, StorePermissionError, StoreUnavailableError } from "./errors.js";
 import { channels, type StoreErrorEvent, type Subject } from "./events.js";
 import { isMemoryStore } from "./store/memory.js";
@@ -19,7 +20,6 @@ import {
 import { MAX_MS } from "./validate.js";
 
 /** How long a waiter's own lease lasts when the store does not say. */
-const DEFAULT_WAITER_LEASE_MS = 5000;
 
 /** The embedded store answers in the same process and never hangs: no timer on its hot path. */
 function timeoutOf(store: Store): number | undefined {
@@ -28,7 +28,7 @@ function timeoutOf(store: Store): number | undefined {
 
 /** The store's waiter lease (see `QueueOptions.claimMs`), or the default. */
 export function waiterLeaseOf(store: Store): number {
-  return Math.floor(declaredMs(store, "waiterLeaseMs", DEFAULT_WAITER_LEASE_MS));
+  return Math.floor(declaredMs(store, "waiterLeaseMs", WAITER_LEASE_MS));
 }
 
 /**

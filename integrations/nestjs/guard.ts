@@ -12,7 +12,7 @@ import {
 } from "@nestjs/common";
 import { HttpAdapterHost, Reflector } from "@nestjs/core";
 import { finalize, type Observable } from "rxjs";
-import { DEFAULT_GRACE_MS } from "../../src/holdings.js";
+import { CLOSE_GRACE_MS } from "../../src/defaults.js";
 import { Admission } from "../../src/http/admission.js";
 import { Exchange, FENCE_HEADER, LeaseView } from "../../src/http/exchange.js";
 import { watchNodeResponse } from "../../src/http/node-response.js";
@@ -126,7 +126,7 @@ export class LeaseholdGuard implements CanActivate, BeforeApplicationShutdown {
    */
   beforeApplicationShutdown(): Promise<void> {
     this.#closing ??= Promise.all(
-      this.#made.map((admission) => admission.close({ graceMs: this.moduleOptions.shutdownGraceMs ?? DEFAULT_GRACE_MS })),
+      this.#made.map((admission) => admission.close({ graceMs: this.moduleOptions.shutdownGraceMs ?? CLOSE_GRACE_MS })),
     ).then(() => {});
     return this.#closing;
   }

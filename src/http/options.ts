@@ -1,4 +1,5 @@
 import type { ClientInput } from "../client.js";
+import { DISCONNECT_GRACE_MS } from "../defaults.js";
 import { type LeaseLostError, type StoreUnavailableError, ValidationError } from "../errors.js";
 import type { LockOptions } from "../lock.js";
 import type { SemaphoreOptions } from "../semaphore.js";
@@ -184,7 +185,6 @@ export interface AdmissionConfig<Req, OnRejected> {
 }
 
 /** How long a handler may work on after its client left, by default. */
-const DEFAULT_DISCONNECT_GRACE_MS = 5_000;
 
 /** Options passed through to the engine primitive as they are; it validates them itself, at creation. */
 const ENGINE_OPTIONS = [
@@ -394,7 +394,7 @@ export function parseAdmissionOptions<Req, OnRejected>(
     onLeaseLost: optionalFunction<(error: LeaseLostError, request: Req) => void>("onLeaseLost", options.onLeaseLost),
     disconnectGraceMs:
       options.disconnectGraceMs === undefined
-        ? DEFAULT_DISCONNECT_GRACE_MS
+        ? DISCONNECT_GRACE_MS
         : positiveMs(
             "disconnectGraceMs",
             options.disconnectGraceMs,

@@ -1,3 +1,4 @@
+import { WAITER_LEASE_MS } from "../defaults.js";
 import { ShutdownError } from "../errors.js";
 import { knownOptions, optionsObject, positiveMs } from "../validate.js";
 import type {
@@ -118,8 +119,6 @@ const newQueue = (): Queue => ({
   virtual: 0,
   earliest: Number.POSITIVE_INFINITY,
 });
-
-const DEFAULT_WAITER_LEASE_MS = 5000;
 
 // ---- holders (lua/lib/holders.lua) ----
 
@@ -967,7 +966,7 @@ export function createMemoryStore(
   knownOptions(given, ["waiterLeaseMs"], "memoryStore");
   return new EmbeddedStore(
     given.waiterLeaseMs === undefined
-      ? DEFAULT_WAITER_LEASE_MS
+      ? WAITER_LEASE_MS
       : positiveMs(
           "waiterLeaseMs",
           given.waiterLeaseMs,

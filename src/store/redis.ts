@@ -1,3 +1,4 @@
+import { STORE_TIMEOUT_MS } from "../defaults.js";
 import { ShutdownError, StoreUnavailableError, ValidationError } from "../errors.js";
 import { knownOptions, optionsObject, positiveMs } from "../validate.js";
 import { ACCEPTED_CLIENTS, isRedisClient, type RedisClient, type Subscriber, scriptClient } from "./clients.js";
@@ -619,7 +620,7 @@ export function createRedisStore(client: RedisClient, options: RedisStoreOptions
   knownOptions(given, ["timeoutMs", "waiterLeaseMs"], "redisStore");
   const timeoutMs =
     given.timeoutMs === undefined
-      ? 2000
+      ? STORE_TIMEOUT_MS
       : positiveMs("timeoutMs", given.timeoutMs, "Pass the longest a Redis round trip may take before failing, e.g. 2000.");
   const waiterLeaseMs =
     given.waiterLeaseMs === undefined

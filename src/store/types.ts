@@ -1,3 +1,4 @@
+import { STORE_TIMEOUT_MS } from "../defaults.js";
 import { MAX_MS } from "../validate.js";
 
 /**
@@ -222,7 +223,6 @@ export function isStore(value: unknown): value is Store {
 }
 
 /** The bound on one round trip for a store that names none (a custom store). */
-const DEFAULT_TIMEOUT_MS = 2000;
 
 /**
  * A duration a store declares about itself, or `fallback` when it declares
@@ -236,5 +236,5 @@ export function declaredMs(store: Store, property: "timeoutMs" | "waiterLeaseMs"
 
 /** The longest one round trip to `store` may take: what it declares, else 2 s (the breaker's probe and every call alike). */
 export function declaredTimeoutMs(store: Store): number {
-  return declaredMs(store, "timeoutMs", DEFAULT_TIMEOUT_MS);
+  return declaredMs(store, "timeoutMs", STORE_TIMEOUT_MS);
 }
