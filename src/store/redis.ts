@@ -1,4 +1,4 @@
-import { STORE_TIMEOUT_MS } from "../defaults.js";
+import { STORE_TIMEOUT_MS, WAITER_LEASE_MS } from "../defaults.js";
 import { ShutdownError, StoreUnavailableError, ValidationError } from "../errors.js";
 import { knownOptions, optionsObject, positiveMs } from "../validate.js";
 import { ACCEPTED_CLIENTS, isRedisClient, type RedisClient, type Subscriber, scriptClient } from "./clients.js";
@@ -624,7 +624,7 @@ export function createRedisStore(client: RedisClient, options: RedisStoreOptions
       : positiveMs("timeoutMs", given.timeoutMs, "Pass the longest a Redis round trip may take before failing, e.g. 2000.");
   const waiterLeaseMs =
     given.waiterLeaseMs === undefined
-      ? 5000
+      ? WAITER_LEASE_MS
       : positiveMs(
           "waiterLeaseMs",
           given.waiterLeaseMs,
