@@ -4,6 +4,7 @@ import type { StoreSource } from "./client.js";
 import type { NotAcquiredReason } from "./errors.js";
 import { type AcquiredEvent, channels, type RejectedEvent, type Subject, subjectOf } from "./events.js";
 import type { CallSettings } from "./options.js";
+import { stampToken, type TokenTag } from "./owner.js";
 import { isMemoryStore, type LocalStore } from "./store/memory.js";
 import type { AcquireReply, QueueOptions, Store, TenantOptions } from "./store/types.js";
 import { acquireOrCleanUp, leave, waiterLeaseOf } from "./store-call.js";
@@ -115,6 +116,8 @@ export interface KeyOps extends WaitingCalls {
   readonly leaseMs: number;
   /** The caller's tenant and its share (a semaphore call that passed one). */
   readonly tenant?: Tenant | undefined;
+  /** What the token carries after its random part and acquire time: owner (and limit), see `ownerTag`. */
+  readonly tag: TokenTag;
   /** A semaphore's limit and weight, for events. */
   readonly permits?: { limit: number; weight: number };
 }
@@ -135,6 +138,7 @@ export abstract class KeyCalls {
     readonly id: string,
     readonly key: string,
     readonly leaseMs: number,
+    readonly tag: TokenTag,
     readonly tenant?: Tenant,
   ) {}
 
@@ -180,8 +184,9 @@ function acquireFrom(
   ops: KeyOps,
   startedAt: number,
 ): Acquired | Refused | Promise<Acquired | Refused> {
-  // A tenant's lease carries its tenant in its token: every later call on the lease counts against it.
-  const token = ops.tenant === undefined ? newToken() : `${newToken()}@${ops.tenant.name}`;
+  // The token says who took the lease and when (for `holders`, at no extra store cost); a tenant's
+  // lease carries its tenant too: every later call on the lease counts against it.
+  const token = stampToken(newToken(), ops.tag, ops.tenant?.name, startedAt);
   if (!isMemoryStore(store)) return acquireRemotely(store, settings, ops, token, startedAt);
   if (settings.waitMs > 0 || settings.retries > 0) return acquireLocally(store, settings, ops, token, startedAt);
   const reply = store.takeNow(ops.kind, ops.key, token, ops.limit, ops.weight, ops.leaseMs, ops.tenant);
@@ -206,13 +211,13 @@ async function acquireRemotely(
   if (settings.waitMs === 0 && settings.retries === 0) {
     const sentAt = performance.now();
     const reply = await acquireOrCleanUp(store, ops, token);
-    if (signal?.aborted) abandon(store, ops, token, signal);
+    if (signal?.aborted) await abandon(store, ops, token, signal);
     return reply.acquired ? acquired(ops, store, token, reply, sentAt, startedAt) : refused(ops, reply, why(reply), startedAt);
   }
 
   const attempt = async (queue?: QueueOptions): Promise<AcquireReply> => {
     const reply = await acquireOrCleanUp(store, ops, token, queue);
-    if (signal?.aborted) abandon(store, ops, token, signal);
+    if (signal?.aborted) await abandon(store, ops, token, signal);
     return reply;
   };
 
@@ -354,9 +359,13 @@ function waitLocally(
   }).then((outcome) => ("at" in outcome ? acquired(ops, store, token, outcome, outcome.at, startedAt) : outcome));
 }
 
-/** The caller gave up while an attempt was in flight: nobody will use this permit or place. */
-function abandon(store: Store, ops: KeyOps, token: string, signal: AbortSignal): never {
-  leave(store, ops, token).catch(() => {});
+/**
+ * The caller gave up (or the primitive is closing) while an attempt was in
+ * flight: nobody will use this permit or place. It is given back before the
+ * call rejects, so that a `close()` waiting for the call also waits for it.
+ */
+async function abandon(store: Store, ops: KeyOps, token: string, signal: AbortSignal): Promise<never> {
+  await leave(store, ops, token).catch(() => {});
   throw signal.reason;
 }
 

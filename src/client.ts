@@ -1,7 +1,7 @@
 import { StoreUnavailableError, ValidationError } from "./errors.js";
 import { ACCEPTED_CLIENTS, isRedisClient, type RedisClient } from "./store/clients.js";
 import { defaultStore } from "./store/memory.js";
-import { redisStore } from "./store/redis.js";
+import { type RedisStore, redisStore } from "./store/redis.js";
 import { isStore, type Store } from "./store/types.js";
 
 /**
@@ -24,29 +24,61 @@ export type ClientInput =
 /** A lazily resolved store: `get()` answers synchronously once resolved. */
 export interface StoreSource {
   get(): Store | Promise<Store>;
+  /**
+   * The primitive using this source is closed: a store leasehold made from a
+   * Redis client is closed with the last primitive that used it; a store you
+   * passed (or the process-wide embedded one) is left open.
+   */
+  close(): Promise<void>;
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof value === "object" && value !== null && typeof (value as PromiseLike<unknown>).then === "function";
 }
 
-const wrapped = new WeakMap<RedisClient, Store>();
+/** A store leasehold made over a client, and how many open primitives use it. */
+interface Wrapped {
+  store: RedisStore;
+  users: number;
+}
 
-/** One store per client, so primitives sharing a client share its script cache. */
-function toStore(value: unknown): Store {
-  if (isStore(value)) return value;
+const wrapped = new WeakMap<RedisClient, Wrapped>();
+
+/** What a source resolved to: the store, and the shared wrapper when leasehold made it (to close with its last user). */
+interface Resolved {
+  store: Store;
+  own: Wrapped | undefined;
+}
+
+/**
+ * One store per client, so primitives sharing a client share its script
+ * cache and its subscriber connection; each source that resolves to it counts
+ * as a user, and the last to close closes it (its subscriber connection). A
+ * later primitive on the same client gets a new one.
+ */
+function toStore(value: unknown): Resolved {
+  if (isStore(value)) return { store: value, own: undefined };
   if (isRedisClient(value)) {
-    let store = wrapped.get(value);
-    if (store === undefined) {
-      store = redisStore(value);
-      wrapped.set(value, store);
+    let own = wrapped.get(value);
+    if (own === undefined) {
+      own = { store: redisStore(value), users: 0 };
+      wrapped.set(value, own);
     }
-    return store;
+    own.users++;
+    return { store: own.store, own };
   }
   throw new ValidationError(
     "client",
     `\`client\` resolved to something that is neither a store nor a Redis client. Pass ${ACCEPTED_CLIENTS}, memoryStore() or redisStore(client).`,
   );
+}
+
+/** One user of a store is done with it: a store leasehold made is closed by its last user, and forgotten. */
+function letGo(client: unknown, resolved: Resolved): Promise<void> {
+  const { own } = resolved;
+  if (own === undefined || --own.users > 0) return Promise.resolve();
+  if (wrapped.get(client as RedisClient) === own) wrapped.delete(client as RedisClient);
+  return own.store.close();
 }
 
 /** How long a promised or factory-made client may take to appear. */
@@ -60,11 +92,18 @@ const RESOLVE_TIMEOUT_MS = 2000;
 export function storeSource(client: unknown): StoreSource {
   if (client === undefined) {
     const store = defaultStore();
-    return { get: () => store };
+    return { get: () => store, close: () => Promise.resolve() };
   }
   if (isStore(client) || isRedisClient(client)) {
-    const store = toStore(client);
-    return { get: () => store };
+    const resolved = toStore(client);
+    let closing: Promise<void> | undefined;
+    return {
+      get: () => resolved.store,
+      close: () => {
+        closing ??= letGo(client, resolved);
+        return closing;
+      },
+    };
   }
   if (!isThenable(client) && typeof client !== "function") {
     throw new ValidationError(
@@ -74,6 +113,8 @@ export function storeSource(client: unknown): StoreSource {
   }
   let store: Store | undefined;
   let pending: Promise<Store> | undefined;
+  let made: { value: unknown; resolved: Resolved } | undefined;
+  let closed = false;
   const resolve = async (): Promise<Store> => {
     const value = isThenable(client) ? client : (client as () => unknown)();
     let timer: NodeJS.Timeout | undefined;
@@ -84,7 +125,12 @@ export function storeSource(client: unknown): StoreSource {
       );
     });
     try {
-      return toStore(await Promise.race([value, timeout]));
+      const given = await Promise.race([value, timeout]);
+      const resolved = toStore(given);
+      made = { value: given, resolved };
+      // Closed while it was being made: a store made for it now is let go at once.
+      if (closed) void letGo(given, resolved);
+      return resolved.store;
     } catch (error) {
       if (error instanceof ValidationError || error instanceof StoreUnavailableError) throw error;
       throw new StoreUnavailableError("the client could not be created.", error);
@@ -93,6 +139,11 @@ export function storeSource(client: unknown): StoreSource {
     }
   };
   return {
+    close() {
+      if (closed) return Promise.resolve();
+      closed = true;
+      return made === undefined ? Promise.resolve() : letGo(made.value, made.resolved);
+    },
     get() {
       if (store !== undefined) return store;
       pending ??= resolve().then(

@@ -242,10 +242,44 @@ export class LockLeaseLostError extends LeaseholdError {
 export class StoreUnavailableError extends LeaseholdError {
   /** The kind of store that failed (`"redis"`, `"memory"`, or a custom store's kind), when known. */
   readonly store: string | undefined;
+  /**
+   * Set when the call was refused at once because the store is known to be
+   * unreachable: ms until leasehold probes it again (what an HTTP adapter
+   * answers as `Retry-After`).
+   */
+  retryAfterMs: number | undefined;
+  /** True when the store did not answer at all (a timeout), as opposed to answering with an error. */
+  unreachable = false;
 
   constructor(message: string, cause?: unknown, store?: string) {
     super("ERR_STORE_UNAVAILABLE", `leasehold: ${message}`, { cause });
     this.store = store;
+  }
+}
+
+/**
+ * The Redis user leasehold connects as may not run a command (or touch a key
+ * or channel) that leasehold needs: an ACL that is missing a permission. Not
+ * transient, so never retried: an acquire rejects with it at once, and a
+ * waiter stops waiting with it. `command` names what was refused (e.g.
+ * `"zadd"`, or `"keys"` / `"channels"` for a key or channel pattern), and the
+ * message gives the `ACL SETUSER` fix; docs/operations.md lists the full ACL.
+ *
+ * @example
+ * ```ts
+ * catch (error) {
+ *   if (error instanceof StorePermissionError) log.error(`fix the Redis ACL: +${error.command}`);
+ * }
+ * ```
+ */
+export class StorePermissionError extends StoreUnavailableError {
+  override readonly code = "ERR_STORE_PERMISSION";
+  /** The command refused, lower case (`"evalsha"`, `"zadd"`), or `"keys"` / `"channels"` when a key or channel pattern was. */
+  readonly command: string;
+
+  constructor(command: string, message: string, cause?: unknown) {
+    super(message, cause, "redis");
+    this.command = command;
   }
 }
 
@@ -274,6 +308,45 @@ export class ClientAbortedError extends LeaseholdError {
       "ERR_CLIENT_ABORTED",
       `leasehold: the client disconnected before the response for "${key}" finished; stop the work: its permit returns when the work ends.`,
     );
+    this.key = key;
+  }
+}
+
+/**
+ * What `close()` ended. A closed semaphore, lock, store or middleware
+ * refuses every call with it at once; a call waiting in a queue when
+ * `close()` began is rejected with it (its place in the queue is given up,
+ * so no other process waits on it); and the `signal` of a lease held at that
+ * moment aborts with it, so the work can stop before its permit is released
+ * (at the end of `close`'s `graceMs`). `key` names the id of the lease or
+ * wait it ended, when it ended one.
+ *
+ * @example
+ * ```ts
+ * await slots.run("openai", async (lease) => {
+ *   try {
+ *     return await callModel({ signal: lease.signal });
+ *   } catch (error) {
+ *     if (lease.signal.reason instanceof ShutdownError) return saveForLater();
+ *     throw error;
+ *   }
+ * });
+ * ```
+ */
+export class ShutdownError extends LeaseholdError {
+  /** What was closed: `"semaphore"`, `"lock"`, or a store's kind (`"redis"`, `"memory"`). */
+  readonly closed: string;
+  /** The id whose lease or wait was ended, when one was. */
+  readonly key: string | undefined;
+
+  constructor(closed: string, key?: string) {
+    super(
+      "ERR_SHUTDOWN",
+      key === undefined
+        ? `leasehold: this ${closed} ${closed === "semaphore" || closed === "lock" ? "" : "store "}is closed (close() was called) and takes no more calls. Make a new one if the process is not shutting down.`
+        : `leasehold: the ${closed} holding or awaiting "${key}" is closing: stop the work; a permit still held is released when close()'s graceMs ends.`,
+    );
+    this.closed = closed;
     this.key = key;
   }
 }

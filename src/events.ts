@@ -26,6 +26,10 @@ export const CHANNELS = {
   renewError: "leasehold:renew-error",
   /** The store failed a call: {@link StoreErrorEvent}. */
   storeError: "leasehold:store-error",
+  /** A call could not reach the store: acquires fail at once until a probe answers: {@link StoreDownEvent}. */
+  storeDown: "leasehold:store-down",
+  /** The store answers again: {@link StoreUpEvent}. */
+  storeUp: "leasehold:store-up",
   /** An HTTP adapter refused a request: {@link HttpRejectedEvent}. */
   httpRejected: "leasehold:http-rejected",
 } as const;
@@ -86,6 +90,21 @@ export interface StoreErrorEvent {
   id?: string;
 }
 
+export interface StoreDownEvent {
+  /** The store's kind (`"redis"`, or a custom store's). */
+  store: string;
+  /** The failure that took it down. */
+  error: Error;
+  /** Ms until the first probe. */
+  retryAfterMs: number;
+}
+
+export interface StoreUpEvent {
+  store: string;
+  /** How long it was down, in ms. */
+  downMs: number;
+}
+
 export interface HttpRejectedEvent extends Subject {
   status: number;
   reason: string;
@@ -99,13 +118,20 @@ export const channels = {
   lost: channel(CHANNELS.lost),
   renewError: channel(CHANNELS.renewError),
   storeError: channel(CHANNELS.storeError),
+  storeDown: channel(CHANNELS.storeDown),
+  storeUp: channel(CHANNELS.storeUp),
   httpRejected: channel(CHANNELS.httpRejected),
 };
 
-/** The subject of an id: its kind, its name (up to the first `:`), and the id. */
-export function subjectOf(kind: "semaphore" | "lock", id: string, tenant?: string): Subject {
+/** An id's name, for events and metrics: the id up to its first `:` (`openai` for `openai:tenant-42`). */
+export function nameOf(id: string): string {
   const colon = id.indexOf(":");
-  const subject: Subject = { kind, name: colon === -1 ? id : id.slice(0, colon), id };
+  return colon === -1 ? id : id.slice(0, colon);
+}
+
+/** The subject of an id: its kind, its name (see `nameOf`), and the id. */
+export function subjectOf(kind: "semaphore" | "lock", id: string, tenant?: string): Subject {
+  const subject: Subject = { kind, name: nameOf(id), id };
   if (tenant !== undefined) subject.tenant = tenant;
   return subject;
 }

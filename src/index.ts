@@ -4,6 +4,7 @@
  *
  * @module leasehold
  */
+export type { StoreHealth } from "./breaker.js";
 export type { ClientInput } from "./client.js";
 export {
   ClientAbortedError,
@@ -14,6 +15,8 @@ export {
   type NotAcquiredReason,
   SemaphoreLeaseLostError,
   SemaphoreNotAcquiredError,
+  ShutdownError,
+  StorePermissionError,
   StoreUnavailableError,
   ValidationError,
 } from "./errors.js";
@@ -25,12 +28,16 @@ export {
   type RejectedEvent,
   type ReleasedEvent,
   type RenewErrorEvent,
+  type StoreDownEvent,
   type StoreErrorEvent,
+  type StoreUpEvent,
   type Subject,
 } from "./events.js";
+export type { CloseOptions } from "./holdings.js";
 export type { Lease, LockLease, SemaphoreLease } from "./lease.js";
 export { type Lock, type LockAcquireOptions, type LockOptions, type LockRunOptions, lock } from "./lock.js";
-export type { CallOptions, KeepingOptions, RetryOptions, WaitOptions } from "./options.js";
+export type { CallOptions, KeepingOptions, OwnerOptions, RetryOptions, WaitOptions } from "./options.js";
+export { type Holder, MAX_OWNER_LENGTH } from "./owner.js";
 export {
   type Semaphore,
   type SemaphoreAcquireOptions,
@@ -40,7 +47,7 @@ export {
   semaphore,
   type TenantStats,
 } from "./semaphore.js";
-export { type MemoryStoreOptions, memoryStore } from "./store/memory.js";
+export { type MemoryStore, type MemoryStoreOptions, memoryStore } from "./store/memory.js";
 export {
   type IoredisLikeClient,
   type NodeRedisLikeClient,

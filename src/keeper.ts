@@ -141,6 +141,7 @@ class Keeping {
 
   /** The body settled: check the deadline in this same turn, stop the timer, wait for a renewal, give back. */
   async end(): Promise<void> {
+    this.lease.finishing = true;
     // Same turn as the body's completion: a timer cannot have run if the body blocked.
     this.#pastDeadline();
     this.#done = true;

@@ -3,7 +3,7 @@ import { channels, type LostEvent, type ReleasedEvent, type Subject } from "./ev
 import { holdToReport } from "./hold-samples.js";
 import { isMemoryStore } from "./store/memory.js";
 import type { Store } from "./store/types.js";
-import { bounded, isFlag } from "./store-call.js";
+import { bounded, isFlag, send } from "./store-call.js";
 import { backgroundTimers, type Due } from "./timers.js";
 import { positiveMs } from "./validate.js";
 
@@ -22,7 +22,12 @@ import { positiveMs } from "./validate.js";
 export interface Lease {
   /** The id the lease was taken on, as passed to `acquire` or `run`. */
   readonly key: string;
-  /** This holder's token: 128 random bits, base64url. Only it can extend or release the lease. */
+  /**
+   * This holder's token: 128 random bits (base64url), then when and by whom
+   * the lease was taken (`.<ms, base36>.<owner, base64url>`, a semaphore's
+   * `.<limit, base36>`, and `@<tenant>` for a tenant's). Only it can extend
+   * or release the lease; `holders(id)` reads the rest back.
+   */
   readonly token: string;
   /**
    * The fencing token: a safe integer greater than that of every earlier
@@ -48,7 +53,10 @@ export interface Lease {
   readonly fence: number;
   /**
    * Aborts, with the LeaseLost error as its `reason`, the moment the lease is
-   * known to be gone. Pass it to the work the lease protects.
+   * known to be gone; or with a `ShutdownError` when the semaphore or lock
+   * that holds it is closing (the permit is released once the work stops, at
+   * the latest when `close()`'s `graceMs` ends). Pass it to the work the lease
+   * protects.
    */
   readonly signal: AbortSignal;
   /** How long the caller waited for this lease (in a queue, or spinning), in ms. */
@@ -98,6 +106,11 @@ export interface LeaseBackend {
   readonly weight: number;
 }
 
+/** What tracks the leases a factory holds (see `src/holdings.ts`): told when one is given back. */
+export interface LeaseOwner {
+  released(lease: LeaseHandle): void;
+}
+
 /**
  * Redis reads its clock in whole milliseconds, so a lease can end up to 1 ms
  * sooner in real time than the client's count suggests: the deadline gives it up.
@@ -131,6 +144,16 @@ export class LeaseHandle implements Lease {
    */
   kept = false;
   #watch: Due | undefined;
+  /** Why the holder was asked to stop while the lease is still held (its factory is closing). */
+  #interrupted: Error | undefined;
+  #onInterrupt: ((reason: Error) => void)[] | undefined;
+  /**
+   * What keeps track of the lease for its factory's `close()`: told when the
+   * lease is given back. A plain field, set once the lease is handed out.
+   */
+  owner: LeaseOwner | undefined;
+  /** Set by `run`'s keeper once the body has settled: the lease is on its way back, not abandoned. */
+  finishing = false;
 
   /**
    * `until`, for a lease handed off from the queue without a claim: the
@@ -186,7 +209,13 @@ export class LeaseHandle implements Lease {
     const store = this.#backend.store;
     const ours = isMemoryStore(store)
       ? store.extendNow(this.#backend.kind, this.#backend.key, this.token, ms)
-      : await bounded(store, "extend", this.#backend.extend(this.token, ms), isFlag, this.#backend.subject);
+      : await bounded(
+          store,
+          "extend",
+          send(() => this.#backend.extend(this.token, ms)),
+          isFlag,
+          this.#backend.subject,
+        );
     if (ours) this.deadline = sentAt + ms - CLOCK_GRAIN_MS;
     else this.lose();
     return ours;
@@ -224,7 +253,7 @@ export class LeaseHandle implements Lease {
       ours = await bounded(
         this.#backend.store,
         "release",
-        this.#backend.release(this.token, this.#heldMs()),
+        send(() => this.#backend.release(this.token, this.#heldMs())),
         isFlag,
         this.#backend.subject,
       );
@@ -244,6 +273,10 @@ export class LeaseHandle implements Lease {
 
   /** What follows the store's answer to a release: the event, and a loss if it was not ours. */
   #answered(ours: boolean): boolean {
+    this.owner?.released(this);
+    // Given back: nothing to watch any more.
+    backgroundTimers.cancel(this.#watch);
+    this.#watch = undefined;
     if (channels.released.hasSubscribers) {
       const { subject, weight } = this.#backend;
       channels.released.publish({
@@ -261,8 +294,9 @@ export class LeaseHandle implements Lease {
   get signal(): AbortSignal {
     if (this.#controller === undefined) {
       this.#controller = new AbortController();
-      if (this.#lost !== undefined) this.#controller.abort(this.#lost);
-      else this.#watchDeadline();
+      const reason = this.#lost ?? this.#interrupted;
+      if (reason !== undefined) this.#controller.abort(reason);
+      if (this.#lost === undefined) this.#watchDeadline();
     }
     return this.#controller.signal;
   }
@@ -296,6 +330,31 @@ export class LeaseHandle implements Lease {
       if (performance.now() < this.deadline) this.#watchDeadline();
       else this.lose();
     });
+  }
+
+  /**
+   * Asks the holder to stop: aborts `signal` with `reason` (a `ShutdownError`)
+   * while the lease is still held, without declaring it lost. Once.
+   */
+  interrupt(reason: Error): void {
+    if (this.#interrupted !== undefined || this.#lost !== undefined) return;
+    this.#interrupted = reason;
+    this.#controller?.abort(reason);
+    for (const listener of this.#onInterrupt ?? []) listener(reason);
+  }
+
+  /** Why the holder was asked to stop, if it was (see `interrupt`). */
+  get interrupted(): Error | undefined {
+    return this.#interrupted;
+  }
+
+  /** Calls `listener` when the holder is asked to stop (see `interrupt`), without making a signal. */
+  onInterrupt(listener: (reason: Error) => void): void {
+    if (this.#interrupted !== undefined) listener(this.#interrupted);
+    else {
+      this.#onInterrupt ??= [];
+      this.#onInterrupt.push(listener);
+    }
   }
 
   /** The LeaseLost error once the lease is known to be gone, else undefined. */

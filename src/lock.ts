@@ -1,7 +1,10 @@
 import { acquireLease, KeyCalls, type KeyOps, type Refused } from "./acquire.js";
+import { breakerOf, healthOfSource, type StoreHealth } from "./breaker.js";
 import type { ClientInput } from "./client.js";
+import { LOCK_TTL_MS } from "./defaults.js";
 import { LockLeaseLostError, LockNotAcquiredError, ValidationError } from "./errors.js";
 import { subjectOf } from "./events.js";
+import { type CloseOptions, Holdings } from "./holdings.js";
 import { keepLease } from "./keeper.js";
 import { type LeaseBackend, LeaseHandle, type LockLease } from "./lease.js";
 import {
@@ -10,17 +13,19 @@ import {
   type Defaults,
   factoryOptions,
   type KeepingOptions,
+  type OwnerOptions,
   type RetryOptions,
   resolveCall,
   resolveDefaults,
   type WaitOptions,
 } from "./options.js";
+import { checkOwner, defaultOwner, type Holder, holderOf, ownerTag, TokenTag } from "./owner.js";
 import type { AcquireReply, LockStats, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
-import { bounded, isLockStats } from "./store-call.js";
+import { bounded, isInspection, isLockStats, send } from "./store-call.js";
 import { id as checkId, knownOptions, optionsObject } from "./validate.js";
 
 /** Options of `acquire` on a lock. */
-export interface LockAcquireOptions extends RetryOptions, WaitOptions, CallOptions {
+export interface LockAcquireOptions extends RetryOptions, WaitOptions, CallOptions, OwnerOptions {
   /**
    * How long the lock is held without an extend, in ms.
    * @default the lock's ttlMs (30000)
@@ -32,7 +37,7 @@ export interface LockAcquireOptions extends RetryOptions, WaitOptions, CallOptio
 export interface LockRunOptions extends LockAcquireOptions, KeepingOptions {}
 
 /** Options of {@link lock}. Every `acquire`/`run` option may be given here as a default. */
-export interface LockOptions extends RetryOptions, WaitOptions, KeepingOptions {
+export interface LockOptions extends RetryOptions, WaitOptions, KeepingOptions, OwnerOptions {
   /**
    * Where leases live: an ioredis `Redis` or `Cluster`, a promise of one, a
    * factory, or a store. Omitted: the process-wide embedded memory store.
@@ -68,6 +73,33 @@ export interface Lock {
   run<T>(id: string, fn: (lease: LockLease) => T | PromiseLike<T>, options?: LockRunOptions): Promise<T>;
   /** Whether `id` is held, and for how long yet if not renewed: one store round trip. */
   stats(id: string): Promise<LockStats>;
+  /**
+   * Lets go of everything this lock holds, for a clean shutdown, as
+   * `Semaphore.close` does: later calls and queued waiters are refused with
+   * `ShutdownError`, held leases' signals abort with it, and what is still
+   * held after `graceMs` is released. Resolves when every lock is back; a
+   * second call returns the same promise.
+   *
+   * @example
+   * ```ts
+   * await locks.close({ graceMs: 2_000 });
+   * ```
+   */
+  close(options?: CloseOptions): Promise<void>;
+  /** Whether the store answers, as this process has seen it, without a round trip (see `Semaphore.health`). */
+  health(): Promise<StoreHealth>;
+  /**
+   * Who holds the lock on `id` now: its token, owner, acquire time and end
+   * (a waiter it was handed to included), or `null` when it is free. One
+   * store round trip, no writes.
+   *
+   * @example
+   * ```ts
+   * const h = await locks.holder("order:42");
+   * if (h) log.warn(`order:42 held by ${h.owner} since ${new Date(h.acquiredAt ?? 0).toISOString()}`);
+   * ```
+   */
+  holder(id: string): Promise<Holder | null>;
 }
 
 const FACTORY_OPTIONS = [
@@ -80,20 +112,25 @@ const FACTORY_OPTIONS = [
   "maxQueue",
   "heartbeatMs",
   "onRenewError",
+  "owner",
 ] as const;
-const ACQUIRE_OPTIONS = ["ttlMs", "retries", "retryDelayMs", "waitMs", "maxQueue", "signal"] as const;
+const ACQUIRE_OPTIONS = ["ttlMs", "retries", "retryDelayMs", "waitMs", "maxQueue", "signal", "owner"] as const;
 const RUN_OPTIONS = [...ACQUIRE_OPTIONS, "heartbeatMs", "onRenewError"] as const;
 
 class DistributedLock implements Lock {
   readonly #defaults: Defaults;
+  /** The default owner's token tag (see `ownerTag`). */
+  readonly #tag: TokenTag;
+  readonly #holdings = new Holdings("lock");
 
   constructor(options: Record<string, unknown>) {
-    this.#defaults = resolveDefaults(options, "lock", "ttlMs", 30_000);
+    this.#defaults = resolveDefaults(options, "lock", "ttlMs", LOCK_TTL_MS, this.#holdings.signal);
+    this.#tag = new TokenTag(ownerTag(options.owner === undefined ? defaultOwner() : checkOwner(options.owner)));
   }
 
   async acquire(id: string, options?: LockAcquireOptions): Promise<LockLease | null> {
     const settings = this.#prepare(id, options, false);
-    const outcome = await this.#take(id, settings);
+    const outcome = await this.#take(id, settings, this.#tagOf(options));
     return outcome instanceof LeaseHandle ? outcome : null;
   }
 
@@ -102,15 +139,40 @@ class DistributedLock implements Lock {
       throw new ValidationError("fn", "run(id, fn) needs a function to run while the lock is held.");
     }
     const settings = this.#prepare(id, options, true);
-    const outcome = await this.#take(id, settings);
+    const outcome = await this.#take(id, settings, this.#tagOf(options));
     if (!(outcome instanceof LeaseHandle)) throw new LockNotAcquiredError(id, outcome.retryAfterMs, outcome.reason, outcome);
     return keepLease(outcome, fn, settings);
   }
 
   async stats(id: string): Promise<LockStats> {
+    this.#holdings.refuse();
     const key = this.#defaults.keys.of(checkId(id));
     const store = await this.#defaults.source.get();
-    return bounded(store, "stats", store.lockStats(key), isLockStats, subjectOf("lock", id));
+    breakerOf(store)?.admit("lock", key);
+    return bounded(
+      store,
+      "stats",
+      send(() => store.lockStats(key)),
+      isLockStats,
+      subjectOf("lock", id),
+    );
+  }
+
+  health(): Promise<StoreHealth> {
+    return healthOfSource(this.#defaults.source);
+  }
+
+  async holder(id: string): Promise<Holder | null> {
+    const key = this.#defaults.keys.of(checkId(id));
+    const store = await this.#defaults.source.get();
+    const seen = await bounded(store, "holder", store.lockInspect(key), isInspection, subjectOf("lock", id));
+    const held = seen.holders[0];
+    return held === undefined ? null : holderOf(held, Date.now());
+  }
+
+  /** The token tag of a call (after `#prepare` checked its options). */
+  #tagOf(options: LockRunOptions | undefined): TokenTag {
+    return options?.owner === undefined ? this.#tag : new TokenTag(ownerTag(checkOwner(options.owner)));
   }
 
   #prepare(id: string, options: LockRunOptions | undefined, keeping: boolean): CallSettings {
@@ -124,21 +186,27 @@ class DistributedLock implements Lock {
     return resolveCall(this.#defaults, given, keeping);
   }
 
-  async #take(id: string, settings: CallSettings): Promise<LeaseHandle | Refused> {
-    const ops = new LockOps(id, this.#defaults.keys.of(id), settings.leaseMs);
-    const outcome = await acquireLease(this.#defaults.source, settings, ops);
-    if (!outcome.acquired) return outcome;
-    ops.store = outcome.store;
-    return new LeaseHandle(
-      id,
-      outcome.token,
-      outcome.fence,
-      settings.leaseMs,
-      outcome.sentAt,
-      outcome.waitedMs,
-      ops,
-      outcome.until,
-    );
+  async #take(id: string, settings: CallSettings, tag: TokenTag): Promise<LeaseHandle | Refused> {
+    const holdings = this.#holdings;
+    holdings.refuse();
+    const ops = new LockOps(id, this.#defaults.keys.of(id), settings.leaseMs, tag);
+    const linked = holdings.follow(settings);
+    // close() waits for the answer, and takes back a lock it brings after close() began.
+    holdings.started();
+    try {
+      const outcome = await acquireLease(this.#defaults.source, linked?.settings ?? settings, ops);
+      if (!outcome.acquired) return outcome;
+      ops.store = outcome.store;
+      return holdings.adopt(
+        new LeaseHandle(id, outcome.token, outcome.fence, settings.leaseMs, outcome.sentAt, outcome.waitedMs, ops, outcome.until),
+      );
+    } finally {
+      holdings.ended(linked);
+    }
+  }
+
+  close(options?: CloseOptions): Promise<void> {
+    return this.#holdings.close(options, this.#defaults.source);
   }
 }
 
@@ -147,8 +215,8 @@ class LockOps extends KeyCalls implements KeyOps, LeaseBackend {
   readonly weight = 1;
   readonly limit = 1;
 
-  constructor(id: string, key: string, leaseMs: number) {
-    super("lock", id, key, leaseMs);
+  constructor(id: string, key: string, leaseMs: number, tag: TokenTag) {
+    super("lock", id, key, leaseMs, tag);
   }
 
   take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply> {
@@ -207,6 +275,7 @@ export function lock(...args: unknown[]): Lock {
  */
 export interface LockEngine {
   run<T>(id: string, fn: (lease: LeaseHandle) => T | PromiseLike<T>, options?: LockRunOptions): Promise<T>;
+  close(options?: CloseOptions): Promise<void>;
 }
 
 /** Creates a {@link LockEngine}; options are checked as `lock(options)` checks them. Internal. */

@@ -4,10 +4,13 @@ import {
   CHANNELS,
   type HttpRejectedEvent,
   type LostEvent,
+  nameOf,
   type RejectedEvent,
   type ReleasedEvent,
   type RenewErrorEvent,
+  type StoreDownEvent,
   type StoreErrorEvent,
+  type StoreUpEvent,
   type Subject,
 } from "./events.js";
 import type { Semaphore } from "./semaphore.js";
@@ -17,6 +20,8 @@ export type MetricAttributes = {
   kind: string;
   name: string;
   id?: string;
+  /** With `tenantAttribute`: the tenant a semaphore call (or an adapter's `tenant`) named. */
+  tenant?: string;
 };
 
 /** What an exporter does with each event (OpenTelemetry and prom-client implement it). */
@@ -27,14 +32,18 @@ export interface MetricsSink {
   lost(attributes: MetricAttributes): void;
   renewError(attributes: MetricAttributes): void;
   storeError(attributes: { store: string; operation: string; kind?: string; name?: string }): void;
+  /** A store went down (calls could not reach it; acquires now fail at once until a probe answers). */
+  storeDown(attributes: { store: string }): void;
   httpRejected(attributes: MetricAttributes & { status: number; reason: string }): void;
 }
 
 /** Options shared by the OpenTelemetry and Prometheus exporters. */
 export interface ExportOptions {
   /**
-   * Add the full lease id (`openai:tenant-42`) as an attribute. Off by
-   * default: tenant ids would make one series per tenant.
+   * Add the full lease id (`openai:tenant-42`) as an attribute, and the
+   * tenant of calls that name one (`tenant`, as the adapters' `tenant`
+   * option passes it). Off by default: tenant ids would make one series per
+   * tenant.
    * @default false
    */
   tenantAttribute?: boolean;
@@ -53,11 +62,18 @@ export interface ExportOptions {
  */
 export function watchEvents(sink: MetricsSink, options: ExportOptions = {}) {
   const withId = options.tenantAttribute === true;
-  const attributes = (subject: Subject): MetricAttributes =>
-    withId ? { kind: subject.kind, name: subject.name, id: subject.id } : { kind: subject.kind, name: subject.name };
+  const attributes = (subject: Subject): MetricAttributes => {
+    if (!withId) return { kind: subject.kind, name: subject.name };
+    const attrs: MetricAttributes = { kind: subject.kind, name: subject.name, id: subject.id };
+    if (subject.tenant !== undefined) attrs.tenant = subject.tenant;
+    return attrs;
+  };
   const outstanding = new Map<string, { attributes: MetricAttributes; count: number }>();
+  /** Each store kind seen going down or up, and whether it is up now. */
+  const stores = new Map<string, boolean>();
   const owners = new Map<string, string>();
-  const seriesOf = (attrs: MetricAttributes) => `${attrs.kind}\u0000${attrs.name}\u0000${attrs.id ?? ""}`;
+  const seriesOf = (attrs: MetricAttributes) =>
+    `${attrs.kind}\u0000${attrs.name}\u0000${attrs.id ?? ""}\u0000${attrs.tenant ?? ""}`;
   const settle = (token: string) => {
     const series = owners.get(token);
     if (series === undefined) return;
@@ -117,6 +133,15 @@ export function watchEvents(sink: MetricsSink, options: ExportOptions = {}) {
       },
     ],
     [
+      CHANNELS.storeDown,
+      (message) => {
+        const { store } = message as StoreDownEvent;
+        stores.set(store, false);
+        sink.storeDown({ store });
+      },
+    ],
+    [CHANNELS.storeUp, (message) => stores.set((message as StoreUpEvent).store, true)],
+    [
       CHANNELS.httpRejected,
       (message) => {
         const event = message as HttpRejectedEvent;
@@ -129,15 +154,16 @@ export function watchEvents(sink: MetricsSink, options: ExportOptions = {}) {
   return {
     /** Leases this process holds, per series: the leak figure. */
     outstanding: () => [...outstanding.values()],
+    /** Stores seen going down or up, and whether each is up now. */
+    stores: () => [...stores].map(([store, up]) => ({ store, up })),
     /** Permits used and available of the tracked ids, read from the store. */
     tracked: async () =>
       Promise.all(
         (options.track ?? []).map(async ({ semaphore, id }) => {
           const stats = await semaphore.stats(id);
-          const colon = id.indexOf(":");
           const attrs: MetricAttributes = {
             kind: "semaphore",
-            name: colon === -1 ? id : id.slice(0, colon),
+            name: nameOf(id),
             ...(withId ? { id } : {}),
           };
           return { attributes: attrs, stats };

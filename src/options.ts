@@ -52,6 +52,26 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * Who takes a lease: a factory's default for its calls, or one call's own.
+ *
+ * @example
+ * ```ts
+ * const jobs = lock(redis, { owner: "nightly-billing" });
+ * await jobs.run("invoices", (lease) => work(lease), { owner: "nightly-billing:run-42" });
+ * ```
+ */
+export interface OwnerOptions {
+  /**
+   * Who holds the lease, as `holders(id)`, `holder(id)` and `leasehold
+   * inspect` report it: a request id, a job name, a worker. Printable, at
+   * most `MAX_OWNER_LENGTH` (128) characters. It travels inside the lease
+   * token, so recording it costs no store command.
+   * @default `<hostname>:<pid>`
+   */
+  owner?: string;
+}
+
 /** Options of `run` only: how the lease is kept while the body works. */
 export interface KeepingOptions {
   /**
@@ -128,12 +148,17 @@ const defaultHeartbeat = (leaseMs: number): number => Math.max(1, Math.floor(lea
 
 const retryDelay = (value: unknown): number => delayMs("retryDelayMs", value, "Pass the pause between attempts in ms.");
 
-/** Validates the factory options common to both primitives. */
+/**
+ * Validates the factory options common to both primitives. `closing`: the
+ * factory's own signal (it aborts on `close()`), which every call that
+ * passes no signal of its own runs under.
+ */
 export function resolveDefaults(
   options: Record<string, unknown>,
   kind: "semaphore" | "lock",
   leaseOption: LeaseOption,
   defaultLeaseMs: number,
+  closing: AbortSignal,
 ): Defaults {
   const leaseMs =
     options[leaseOption] === undefined ? defaultLeaseMs : positiveMs(leaseOption, options[leaseOption], leaseFix(leaseOption));
@@ -154,6 +179,7 @@ export function resolveDefaults(
     heartbeatMs: heartbeatExplicit ? heartbeat(options.heartbeatMs, leaseMs, kind, leaseOption) : defaultHeartbeat(leaseMs),
     heartbeatExplicit,
     onRenewError: optionalFunction("onRenewError", options.onRenewError),
+    signal: closing,
     ...waiting(options, { waitMs: 0, maxQueue: 0, retries: 0 }),
   };
   const plain = { acquire: resolveCall(defaults, {}, false), run: resolveCall(defaults, {}, true) };
@@ -192,7 +218,7 @@ export function resolveCall(defaults: Omit<Defaults, "plain">, options: Record<s
       keeping && options.onRenewError !== undefined
         ? optionalFunction("onRenewError", options.onRenewError)
         : defaults.onRenewError,
-    signal: abortSignal(options.signal),
+    signal: options.signal === undefined ? defaults.signal : abortSignal(options.signal),
     ...waiting(options, defaults),
   };
 }

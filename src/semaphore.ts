@@ -1,7 +1,10 @@
 import { type Acquired, acquireLease, KeyCalls, type KeyOps, type Refused, type Tenant } from "./acquire.js";
+import { breakerOf, healthOfSource, type StoreHealth } from "./breaker.js";
 import type { ClientInput } from "./client.js";
+import { SEMAPHORE_LEASE_MS } from "./defaults.js";
 import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError, ValidationError } from "./errors.js";
 import { subjectOf } from "./events.js";
+import { type CloseOptions, Holdings } from "./holdings.js";
 import { keepLease } from "./keeper.js";
 import { type LeaseBackend, LeaseHandle, type SemaphoreLease } from "./lease.js";
 import {
@@ -10,13 +13,15 @@ import {
   type Defaults,
   factoryOptions,
   type KeepingOptions,
+  type OwnerOptions,
   type RetryOptions,
   resolveCall,
   resolveDefaults,
   type WaitOptions,
 } from "./options.js";
+import { byAge, checkOwner, defaultOwner, type Holder, holderOf, limitTag, ownerTag, TokenTag } from "./owner.js";
 import type { AcquireReply, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
-import { bounded, isCount, isFigures } from "./store-call.js";
+import { bounded, isCount, isFigures, isInspection, send } from "./store-call.js";
 import {
   type TenantCallOptions,
   type TenantDefaults,
@@ -27,7 +32,7 @@ import {
 import { id as checkId, integerAtLeast, knownOptions, optionsObject } from "./validate.js";
 
 /** Options of `acquire` on a semaphore. */
-export interface SemaphoreAcquireOptions extends RetryOptions, WaitOptions, CallOptions, TenantCallOptions {
+export interface SemaphoreAcquireOptions extends RetryOptions, WaitOptions, CallOptions, TenantCallOptions, OwnerOptions {
   /**
    * How long the permit is held without an extend, in ms.
    * @default the semaphore's leaseMs (60000)
@@ -49,7 +54,7 @@ export interface SemaphoreAcquireOptions extends RetryOptions, WaitOptions, Call
 export interface SemaphoreRunOptions extends SemaphoreAcquireOptions, KeepingOptions {}
 
 /** Options of {@link semaphore}. Every `acquire`/`run` option may be given here as a default. */
-export interface SemaphoreOptions extends RetryOptions, WaitOptions, KeepingOptions, TenantFactoryOptions {
+export interface SemaphoreOptions extends RetryOptions, WaitOptions, KeepingOptions, TenantFactoryOptions, OwnerOptions {
   /**
    * Where leases live: an ioredis `Redis` or `Cluster`, a promise of one, a
    * factory, or a store. Omitted: the process-wide embedded memory store.
@@ -88,6 +93,20 @@ export interface Semaphore {
   /** Live holders of `id` (not permits: a weight-3 holder counts once). Lapsed leases are not counted. */
   count(id: string): Promise<number>;
   /**
+   * Whether the store answers, as this process has seen it, without a round
+   * trip: after a call fails to reach it, acquires and reads fail at once
+   * with `StoreUnavailableError` until a probe answers.
+   *
+   * @example
+   * ```ts
+   * app.get("/healthz", async (_req, res) => {
+   *   const health = await slots.health();
+   *   res.status(health.state === "up" ? 200 : 503).json(health);
+   * });
+   * ```
+   */
+  health(): Promise<StoreHealth>;
+  /**
    * Permit usage of `id` in one store round trip: the limit, permits used,
    * live holders, callers waiting, permits available, and how many tenants
    * hold or wait. With `{ tenant }`, the same for one tenant of the id, its
@@ -95,6 +114,40 @@ export interface Semaphore {
    */
   stats(id: string): Promise<SemaphoreStats>;
   stats(id: string, options: { tenant: string; tenantLimit?: number }): Promise<TenantStats>;
+  /**
+   * Who holds permits of `id` now, oldest first: each live lease's token,
+   * owner, acquire time, end, weight and tenant (granted waiters included).
+   * One store round trip, no writes; lapsed leases are left out.
+   *
+   * @example
+   * ```ts
+   * for (const h of await slots.holders("openai")) {
+   *   log.info({ owner: h.owner, heldMs: Date.now() - (h.acquiredAt ?? Date.now()), weight: h.weight });
+   * }
+   * ```
+   */
+  holders(id: string): Promise<Holder[]>;
+  /**
+   * Lets go of everything this semaphore holds, for a clean shutdown. At once:
+   * every later call is refused with `ShutdownError`, calls waiting in a queue
+   * leave it (so no other process waits on them) and reject with it, and the
+   * `signal` of every lease held aborts with it. Then, when the work has
+   * stopped or `graceMs` has passed, every lease still held is released (one
+   * whose work goes on is reported lost, with the `ShutdownError` as cause),
+   * and the store is closed if leasehold made it from your client (with the
+   * last semaphore or lock using it). A store or client you passed stays
+   * open. Resolves when every permit is back; a second call returns the same
+   * promise.
+   *
+   * @example
+   * ```ts
+   * process.once("SIGTERM", async () => {
+   *   await slots.close({ graceMs: 10_000 });
+   *   await redis.quit();
+   * });
+   * ```
+   */
+  close(options?: CloseOptions): Promise<void>;
 }
 
 /** What {@link Semaphore.stats} reports. */
@@ -143,6 +196,7 @@ const FACTORY_OPTIONS = [
   "onRenewError",
   "tenantLimit",
   "tenantMaxQueue",
+  "owner",
 ] as const;
 const ACQUIRE_OPTIONS = [
   "leaseMs",
@@ -156,6 +210,7 @@ const ACQUIRE_OPTIONS = [
   "tenant",
   "tenantLimit",
   "tenantMaxQueue",
+  "owner",
 ] as const;
 const RUN_OPTIONS = [...ACQUIRE_OPTIONS, "heartbeatMs", "onRenewError"] as const;
 
@@ -173,6 +228,8 @@ interface PreparedCall {
   limit: number;
   weight: number;
   tenant: Tenant | undefined;
+  /** What the token carries after its random part (see `TokenTag`). */
+  tag: TokenTag;
 }
 
 class SemaphoreLeaseHandle extends LeaseHandle implements SemaphoreLease {
@@ -200,14 +257,20 @@ class DistributedSemaphore implements Semaphore {
   readonly #defaults: Defaults;
   readonly #limit: number | ((id: string) => number);
   readonly #tenants: TenantDefaults;
+  /** The default owner's token tag (see `ownerTag`). */
+  readonly #owner: string;
+  /** The token tags of calls with the default owner, by limit (one, unless the limit is a function or a call passes its own). */
+  readonly #tags = new Map<number, TokenTag>();
+  readonly #holdings = new Holdings("semaphore");
 
   constructor(options: Record<string, unknown>) {
     if (options.limit === undefined) {
       throw new ValidationError("limit", `\`limit\` is required. ${limitFix}`);
     }
     this.#limit = typeof options.limit === "function" ? (options.limit as (id: string) => number) : checkLimit(options.limit);
-    this.#defaults = resolveDefaults(options, "semaphore", "leaseMs", 60_000);
+    this.#defaults = resolveDefaults(options, "semaphore", "leaseMs", SEMAPHORE_LEASE_MS, this.#holdings.signal);
     this.#tenants = tenantDefaults(options, typeof this.#limit === "number" ? this.#limit : undefined);
+    this.#owner = ownerTag(options.owner === undefined ? defaultOwner() : checkOwner(options.owner));
   }
 
   acquire(id: string, options?: SemaphoreAcquireOptions): Promise<SemaphoreLease | null> {
@@ -233,22 +296,42 @@ class DistributedSemaphore implements Semaphore {
   }
 
   async count(id: string): Promise<number> {
+    this.#holdings.refuse();
     const key = this.#defaults.keys.of(checkId(id));
     const store = await this.#defaults.source.get();
-    return bounded(store, "count", store.semaphoreCount(key), isCount, subjectOf("semaphore", id));
+    breakerOf(store)?.admit("semaphore", key);
+    return bounded(
+      store,
+      "count",
+      send(() => store.semaphoreCount(key)),
+      isCount,
+      subjectOf("semaphore", id),
+    );
+  }
+
+  health(): Promise<StoreHealth> {
+    return healthOfSource(this.#defaults.source);
   }
 
   stats(id: string): Promise<SemaphoreStats>;
   stats(id: string, options: { tenant: string; tenantLimit?: number }): Promise<TenantStats>;
   async stats(id: string, options?: { tenant: string; tenantLimit?: number }): Promise<SemaphoreStats | TenantStats> {
+    this.#holdings.refuse();
     const key = this.#defaults.keys.of(checkId(id));
     const limit = this.#limitFor(id);
     const given = options === undefined ? undefined : optionsObject(options, "stats");
     if (given !== undefined) knownOptions(given, ["tenant", "tenantLimit"], "semaphore stats");
     const tenant = given === undefined ? undefined : tenantOfCall(this.#tenants, given, limit, 1);
     const store = await this.#defaults.source.get();
+    breakerOf(store)?.admit("semaphore", key);
     const subject = subjectOf("semaphore", id, tenant?.name);
-    const figures = await bounded(store, "stats", store.semaphoreStats(key, tenant?.name), isFigures, subject);
+    const figures = await bounded(
+      store,
+      "stats",
+      send(() => store.semaphoreStats(key, tenant?.name)),
+      isFigures,
+      subject,
+    );
     if (tenant === undefined) {
       return {
         limit,
@@ -263,13 +346,22 @@ class DistributedSemaphore implements Semaphore {
     return { tenant: tenant.name, limit: tenant.limit, used, waiting, available: Math.max(0, tenant.limit - used) };
   }
 
+  async holders(id: string): Promise<Holder[]> {
+    const key = this.#defaults.keys.of(checkId(id));
+    const store = await this.#defaults.source.get();
+    const seen = await bounded(store, "holders", store.semaphoreInspect(key), isInspection, subjectOf("semaphore", id));
+    const now = Date.now();
+    return seen.holders.map((entry) => holderOf(entry, now)).sort(byAge);
+  }
+
   /** Validates everything about a call before any slot is taken. */
   #prepare(id: string, options: SemaphoreRunOptions | undefined, keeping: boolean): PreparedCall {
     checkId(id);
     if (options === undefined) {
       // No per-call options: the defaults, resolved once.
       const settings = keeping ? this.#defaults.plain.run : this.#defaults.plain.acquire;
-      return { id, key: this.#defaults.keys.of(id), settings, limit: this.#limitFor(id), weight: 1, tenant: undefined };
+      const limit = this.#limitFor(id);
+      return { id, key: this.#defaults.keys.of(id), settings, limit, weight: 1, tenant: undefined, tag: this.#tagFor(limit) };
     }
     const given = optionsObject(options, keeping ? "run" : "acquire");
     knownOptions(given, keeping ? RUN_OPTIONS : ACQUIRE_OPTIONS, `semaphore ${keeping ? "run" : "acquire"}`);
@@ -284,7 +376,20 @@ class DistributedSemaphore implements Semaphore {
       );
     }
     const tenant = tenantOfCall(this.#tenants, given as TenantCallOptions, limit, weight);
-    return { id, key: this.#defaults.keys.of(id), settings, limit, weight, tenant };
+    const tag =
+      given.owner === undefined ? this.#tagFor(limit) : new TokenTag(limitTag(ownerTag(checkOwner(given.owner)), limit));
+    return { id, key: this.#defaults.keys.of(id), settings, limit, weight, tenant, tag };
+  }
+
+  #tagFor(limit: number): TokenTag {
+    let tag = this.#tags.get(limit);
+    if (tag === undefined) {
+      // Bounded: a limit function with many answers makes a few more tags, never a growing map.
+      if (this.#tags.size >= 64) this.#tags.clear();
+      tag = new TokenTag(limitTag(this.#owner, limit));
+      this.#tags.set(limit, tag);
+    }
+    return tag;
   }
 
   #limitFor(id: string): number {
@@ -303,27 +408,60 @@ class DistributedSemaphore implements Semaphore {
 
   /** The lease, or why not; in the same turn when the store can answer at once (the embedded one). */
   #take(call: PreparedCall): SemaphoreLeaseHandle | Refused | Promise<SemaphoreLeaseHandle | Refused> {
-    const ops = new SemaphoreOps(call.id, call.key, call.limit, call.weight, call.settings.leaseMs, call.tenant);
-    const outcome = acquireLease(this.#defaults.source, call.settings, ops);
-    if (outcome instanceof Promise) return outcome.then((had) => this.#handle(call, ops, had));
-    return this.#handle(call, ops, outcome);
+    const holdings = this.#holdings;
+    holdings.refuse();
+    const ops = new SemaphoreOps(call.id, call.key, call.limit, call.weight, call.settings.leaseMs, call.tag, call.tenant);
+    const { settings } = call;
+    const linked = holdings.follow(settings);
+    let outcome: Acquired | Refused | Promise<Acquired | Refused>;
+    try {
+      outcome = acquireLease(this.#defaults.source, linked?.settings ?? settings, ops);
+    } catch (error) {
+      linked?.unlink();
+      throw error;
+    }
+    if (!(outcome instanceof Promise)) {
+      linked?.unlink();
+      return this.#handle(call, ops, outcome);
+    }
+    // Answered later: close() waits for it, and takes back a lease it brings after close() began.
+    holdings.started();
+    return outcome.then(
+      (had) => {
+        try {
+          return this.#handle(call, ops, had);
+        } finally {
+          holdings.ended(linked);
+        }
+      },
+      (error: unknown) => {
+        holdings.ended(linked);
+        throw error;
+      },
+    );
+  }
+
+  close(options?: CloseOptions): Promise<void> {
+    return this.#holdings.close(options, this.#defaults.source);
   }
 
   #handle(call: PreparedCall, ops: SemaphoreOps, outcome: Acquired | Refused): SemaphoreLeaseHandle | Refused {
     if (!outcome.acquired) return outcome;
     ops.store = outcome.store;
-    return new SemaphoreLeaseHandle(
-      call.id,
-      outcome.token,
-      outcome.fence,
-      call.settings.leaseMs,
-      outcome.sentAt,
-      outcome.waitedMs,
-      ops,
-      call.limit,
-      call.weight,
-      call.tenant?.name,
-      outcome.until,
+    return this.#holdings.adopt(
+      new SemaphoreLeaseHandle(
+        call.id,
+        outcome.token,
+        outcome.fence,
+        call.settings.leaseMs,
+        outcome.sentAt,
+        outcome.waitedMs,
+        ops,
+        call.limit,
+        call.weight,
+        call.tenant?.name,
+        outcome.until,
+      ),
     );
   }
 }
@@ -339,9 +477,10 @@ class SemaphoreOps extends KeyCalls implements KeyOps, LeaseBackend {
     readonly limit: number,
     readonly weight: number,
     leaseMs: number,
+    tag: TokenTag,
     tenant: Tenant | undefined,
   ) {
-    super("semaphore", id, key, leaseMs, tenant);
+    super("semaphore", id, key, leaseMs, tag, tenant);
   }
 
   get permits(): { limit: number; weight: number } {
@@ -407,6 +546,7 @@ type EngineLease = LeaseHandle & SemaphoreLease;
  */
 export interface SemaphoreEngine {
   run<T>(id: string, fn: (lease: EngineLease) => T | PromiseLike<T>, options?: SemaphoreRunOptions): Promise<T>;
+  close(options?: CloseOptions): Promise<void>;
 }
 
 /** Creates a {@link SemaphoreEngine}; options are checked as `semaphore(options)` checks them. Internal. */

@@ -1,41 +1,34 @@
-import { LeaseholdError, StoreUnavailableError } from "./errors.js";
+import { breakerOf } from "./breaker.js";
+import { WAITER_LEASE_MS } from "./defaults.js";
+import { LeaseholdError, StorePermissionError, StoreUnavailableError } from "./errors.js";
 import { channels, type StoreErrorEvent, type Subject } from "./events.js";
 import { isMemoryStore } from "./store/memory.js";
-import type {
-  AcquireReply,
-  Grant,
-  LockStats,
-  QueueOptions,
-  SemaphoreFigures,
-  Store,
-  WaiterRefresh,
-  WaiterStatus,
+import {
+  type AcquireReply,
+  declaredMs,
+  declaredTimeoutMs,
+  type Grant,
+  type InspectedEntry,
+  type Inspection,
+  type LockStats,
+  type QueueOptions,
+  type SemaphoreFigures,
+  type Store,
+  type WaiterRefresh,
+  type WaiterStatus,
 } from "./store/types.js";
 import { MAX_MS } from "./validate.js";
 
-/** Default bound for stores that do not name their own (a custom store). */
-const DEFAULT_TIMEOUT_MS = 2000;
 /** How long a waiter's own lease lasts when the store does not say. */
-const DEFAULT_WAITER_LEASE_MS = 5000;
-
-/**
- * A duration a store declares about itself, or `fallback` when it declares
- * none or one a timer cannot hold (a custom store's `Infinity` or `"5s"`
- * would make every timer built on it fire at once).
- */
-function declaredMs(store: Store, property: "timeoutMs" | "waiterLeaseMs", fallback: number): number {
-  const own = (store as { timeoutMs?: unknown; waiterLeaseMs?: unknown })[property];
-  return typeof own === "number" && own >= 1 && own <= MAX_MS ? own : fallback;
-}
 
 /** The embedded store answers in the same process and never hangs: no timer on its hot path. */
 function timeoutOf(store: Store): number | undefined {
-  return isMemoryStore(store) ? undefined : declaredMs(store, "timeoutMs", DEFAULT_TIMEOUT_MS);
+  return isMemoryStore(store) ? undefined : declaredTimeoutMs(store);
 }
 
 /** The store's waiter lease (see `QueueOptions.claimMs`), or the default. */
 export function waiterLeaseOf(store: Store): number {
-  return Math.floor(declaredMs(store, "waiterLeaseMs", DEFAULT_WAITER_LEASE_MS));
+  return Math.floor(declaredMs(store, "waiterLeaseMs", WAITER_LEASE_MS));
 }
 
 /**
@@ -67,6 +60,13 @@ function storeFailure(
 
 /** A failed store call as the error callers see (published); a leasehold error passes through as it is. */
 export function failed(store: Store, operation: string, error: unknown, subject?: Subject): Error {
+  if (error instanceof StorePermissionError) {
+    // The store's own error, with the fix in its message: published as it is.
+    if (channels.storeError.hasSubscribers) {
+      channels.storeError.publish({ store: store.kind, operation, error, ...subject } satisfies StoreErrorEvent);
+    }
+    return error;
+  }
   if (error instanceof LeaseholdError) return error;
   const reason = error instanceof Error ? error.message : String(error);
   return storeFailure(store, operation, `the ${store.kind} store failed ${operation}: ${reason}`, error, subject);
@@ -120,6 +120,14 @@ export function bounded<T>(
 ): Promise<T> {
   const bound = timeoutOf(store);
   const limit = bound === undefined ? undefined : Math.max(1, Math.ceil(bound - spentMs));
+  const breaker = breakerOf(store);
+  if (breaker !== undefined) {
+    // Every answer says the store is up; a call that could not reach it takes it down.
+    pending.then(
+      () => breaker.answered(),
+      (error: unknown) => breaker.failed(error),
+    );
+  }
   if (limit === undefined) {
     // Promise.resolve is the promise itself when it is one; a store that answers a plain value still works.
     return Promise.resolve(pending).then(
@@ -131,19 +139,18 @@ export function bounded<T>(
   }
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          storeFailure(
-            store,
-            operation,
-            `the ${store.kind} store did not answer ${operation} within ${limit} ms. Check that it is reachable; redisStore(client, { timeoutMs }) sets this bound.`,
-            undefined,
-            subject,
-          ),
-        ),
-      limit,
-    );
+    timer = setTimeout(() => {
+      const error = storeFailure(
+        store,
+        operation,
+        `the ${store.kind} store did not answer ${operation} within ${limit} ms. Check that it is reachable; redisStore(client, { timeoutMs }) sets this bound.`,
+        undefined,
+        subject,
+      );
+      error.unreachable = true;
+      breaker?.failed(error);
+      reject(error);
+    }, limit);
   });
   return Promise.race([pending, timeout]).then(
     (reply) => {
@@ -175,6 +182,23 @@ export const isLockStats = (reply: unknown): boolean =>
   reply !== null &&
   typeof (reply as LockStats).held === "boolean" &&
   isWhole((reply as LockStats).expiresInMs);
+
+const isEntry = (entry: unknown): boolean =>
+  typeof entry === "object" &&
+  entry !== null &&
+  typeof (entry as InspectedEntry).token === "string" &&
+  isWhole((entry as InspectedEntry).weight) &&
+  typeof (entry as InspectedEntry).expiresInMs === "number" &&
+  Number.isFinite((entry as InspectedEntry).expiresInMs);
+
+/** Who holds and who waits: two lists of entries. */
+export const isInspection = (reply: unknown): boolean =>
+  typeof reply === "object" &&
+  reply !== null &&
+  Array.isArray((reply as Inspection).holders) &&
+  (reply as Inspection).holders.every(isEntry) &&
+  Array.isArray((reply as Inspection).waiters) &&
+  (reply as Inspection).waiters.every(isEntry);
 
 /** A fence: a positive safe integer. */
 const isFence = (value: unknown): boolean => typeof value === "number" && Number.isSafeInteger(value) && value > 0;
@@ -233,6 +257,9 @@ const ignore = (): void => {};
 /** The calls the acquire path makes on one key (the engine's `KeyOps`). */
 export interface AcquireCalls {
   readonly subject: Subject;
+  readonly kind: "semaphore" | "lock";
+  /** The store key (`{prefix:id}`). */
+  readonly key: string;
   take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply>;
   /** Leave the queue and return anything held. */
   leave(store: Store, token: string): Promise<void>;
@@ -272,6 +299,12 @@ export function leaveIfTaken(store: Store, ops: AcquireCalls, token: string, ans
  * own expiry is the backstop if the store never listens again.
  */
 export function acquireOrCleanUp(store: Store, ops: AcquireCalls, token: string, queue?: QueueOptions): Promise<AcquireReply> {
+  try {
+    // A store known to be unreachable refuses at once: nothing is sent, so nothing needs cleaning up.
+    breakerOf(store)?.admit(ops.kind, ops.key);
+  } catch (error) {
+    return Promise.reject(error);
+  }
   let pending: Promise<AcquireReply>;
   try {
     pending = ops.take(store, token, queue);

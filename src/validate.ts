@@ -56,6 +56,12 @@ export function optionalFunction<T>(option: string, value: unknown): T | undefin
   throw new ValidationError(option, `\`${option}\` must be a function, got ${show(value)}.`);
 }
 
+/** `true`, `false` or undefined: a string such as `"false"` would otherwise read as true. */
+export function optionalBoolean(option: string, value: unknown): boolean | undefined {
+  if (value === undefined || typeof value === "boolean") return value;
+  throw new ValidationError(option, `\`${option}\` must be true or false, got ${show(value)}.`);
+}
+
 /**
  * A key prefix: non-empty, printable, without the braces leasehold reserves
  * for the Redis Cluster hash tag, and without `:`, which separates it from

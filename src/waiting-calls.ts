@@ -1,3 +1,4 @@
+import { breakerOf } from "./breaker.js";
 import type { AcquireReply, Grant, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
 import {
   type AcquireCalls,
@@ -34,7 +35,11 @@ export interface Claim {
  * when it ends.
  */
 export function claim(store: Store, ops: WaitingCalls, token: string, queue: QueueOptions): Claim {
-  const answer = send(() => ops.take(store, token, queue));
+  // While the store is known to be unreachable, nothing is sent: the next wake-up claims again.
+  const answer = send(() => {
+    breakerOf(store)?.admit(ops.kind, ops.key);
+    return ops.take(store, token, queue);
+  });
   return { reply: bounded(store, "acquire", answer, isAcquireReply, ops.subject), answer };
 }
 

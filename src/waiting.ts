@@ -1,3 +1,4 @@
+import { StorePermissionError } from "./errors.js";
 import type { AcquireReply, Grant, QueueOptions, Store } from "./store/types.js";
 import { leave, leaveIfTaken } from "./store-call.js";
 import { MAX_MS } from "./validate.js";
@@ -44,8 +45,10 @@ class Room {
         // A grant announced before we listened would be missed: ask once.
         this.refreshAll(true);
       },
-      () => {
-        // No notifications: the backup timer and the refresh keep waiting correct, only slower.
+      (error: unknown) => {
+        // No notifications: the backup timer and the refresh keep waiting correct, only slower;
+        // unless the ACL refuses the channel, which is a configuration to fix, not an outage.
+        if (error instanceof StorePermissionError) this.#fail(error);
       },
     );
     this.#refreshTimer = setInterval(() => this.refreshAll(), Math.max(20, Math.floor(this.claimMs / 3)));
@@ -120,8 +123,10 @@ class Room {
           // is held: waiting then has another cause, and looking again at once would spin.)
           if (waiting && retryAfterMs > 1) this.backupIn(retryAfterMs);
         },
-        () => {
-          // Failed, timed out or answered nonsense (a store error, published): the next refresh tries again.
+        (error: unknown) => {
+          // Failed, timed out or answered nonsense (a store error, published): the next refresh tries
+          // again. A permission the ACL lacks would fail every time: the waits end with it now.
+          if (error instanceof StorePermissionError) return this.#fail(error);
           if (priming) this.#endPriming(new Map());
         },
       )
@@ -135,6 +140,11 @@ class Room {
     for (const [token, fence] of this.#announced) due.set(token, fence);
     this.#announced.clear();
     this.#wake(due);
+  }
+
+  /** Ends every wait of this room with `error`. */
+  #fail(error: StorePermissionError): void {
+    for (const waiter of [...this.#waiters.values()]) waiter.fail(error);
   }
 
   /** Wakes these waiters in the order they joined. */
@@ -169,6 +179,8 @@ type Due = number | boolean;
 interface Waiter {
   /** Claim (or, granted with its fence and time enough, start at once). */
   wake(due: Due): void;
+  /** End the wait with an error no retry can mend. */
+  fail(error: unknown): void;
   /**
    * The send time of the latest call the store answered "still waiting" for
    * this token (the join, a claim, a refresh): its waiter lease, and so any
@@ -284,7 +296,7 @@ export function waitForGrant(wait: Wait): Promise<Granted> {
         .catch(ignore)
         .finally(() => reject(outcome.error));
     };
-    const waiter: Waiter = { wake: (due) => wake(due), anchor: wait.joinedAt };
+    const waiter: Waiter = { wake: (due) => wake(due), fail: (error) => settle({ error }), anchor: wait.joinedAt };
     const wakeIfAsked = (): void => {
       if (!wakeAgain) return;
       wakeAgain = false;
@@ -321,10 +333,12 @@ export function waitForGrant(wait: Wait): Promise<Granted> {
           room.backupIn(retryAfterMs);
           wakeIfAsked();
         },
-        () => {
+        (error: unknown) => {
           // A failed or timed-out claim leaves nothing and releases nothing: the token keeps its place
-          // (and any grant stays reserved for it), and the next wake-up (grant, backup, refresh) claims again.
+          // (and any grant stays reserved for it), and the next wake-up (grant, backup, refresh) claims
+          // again; unless the ACL refused it, which no retry mends.
           claiming = false;
+          if (error instanceof StorePermissionError) return settle({ error });
           wakeIfAsked();
         },
       );

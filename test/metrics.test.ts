@@ -23,7 +23,8 @@ afterEach(() => {
 /**
  * The scripted run every exporter is checked against: 5 admits of "jobs"
  * (3 quick runs, 2 held), 2 rejections, 1 renewal error, 1 lost lease, 1 HTTP
- * refusal on "api", and 1 lease left outstanding.
+ * refusal on "api", and 1 lease left outstanding. The failed renewal takes the
+ * (spied) store down, and the next one brings it back up.
  */
 async function script(raw: Store) {
   const { store } = spyStore(raw, { semaphoreExtend: (n) => (n === 1 ? "throw" : undefined) });
@@ -94,6 +95,9 @@ describe("OpenTelemetry export", () => {
     expect(sum("leasehold.permits.used", { name: "jobs" })).toBe(1);
     expect(sum("leasehold.permits.available", { name: "jobs" })).toBe(1);
     expect(sum("leasehold.queue.waiting", { name: "jobs" })).toBe(0);
+    // The failed renewal could not reach the store: it went down, and the next renewal brought it up.
+    expect(sum("leasehold.store.down", { store: "spy(memory)" })).toBe(1);
+    expect(sum("leasehold.store.up", { store: "spy(memory)" })).toBe(1);
     // The tenant part never became an attribute.
     expect(points("leasehold.acquired").every((point) => !("id" in point.attributes))).toBe(true);
     expect(points("leasehold.acquired").filter((point) => point.attributes.name === "jobs")).toHaveLength(1);
@@ -122,7 +126,7 @@ describe("Prometheus export", () => {
     await script(store);
     const text = await registry.metrics();
     const value = (line: string) =>
-      Number(new RegExp(`^${line.replace(/[{}"]/g, (c) => `\\${c}`)} (\\S+)$`, "m").exec(text)?.[1]);
+      Number(new RegExp(`^${line.replace(/[{}"()]/g, (c) => `\\${c}`)} (\\S+)$`, "m").exec(text)?.[1]);
     expect(value('leasehold_acquired_total{kind="semaphore",name="jobs"}')).toBe(8);
     expect(value('leasehold_rejected_total{kind="semaphore",name="jobs",reason="full"}')).toBe(2);
     expect(value('leasehold_released_total{kind="semaphore",name="jobs"}')).toBe(7);
@@ -135,7 +139,50 @@ describe("Prometheus export", () => {
     expect(value('leasehold_permits_available{kind="semaphore",name="jobs"}')).toBe(1);
     expect(value('leasehold_permits_used{kind="semaphore",name="jobs"}')).toBe(1);
     expect(value('leasehold_queue_waiting{kind="semaphore",name="jobs"}')).toBe(0);
+    expect(value('leasehold_store_down_total{store="spy(memory)"}')).toBe(1);
+    expect(value('leasehold_store_up{store="spy(memory)"}')).toBe(1);
     expect(text).not.toMatch(/tenant-/);
+  });
+});
+
+describe("tenantAttribute", () => {
+  it("adds the id and the tenant, of engine calls and adapter refusals alike, only when asked", async () => {
+    const store = memoryStore();
+    const slots = semaphore({ client: store, limit: 3, tenantLimit: 1, prefix: "t" });
+    const app = express();
+    app.get("/", guard("chat", 3, { client: store, tenant: (req) => req.get("x-tenant") ?? "", tenantLimit: 1 }), (_req, res) =>
+      res.end(),
+    );
+    const scripted = async () => {
+      const held = await slots.acquire("jobs", { tenant: "acme" });
+      expect(await slots.acquire("jobs", { tenant: "acme" })).toBeNull();
+      await held?.release();
+      const holder = await semaphore({ client: store, limit: 3 }).acquire("chat", { tenant: "acme", tenantLimit: 1 });
+      expect((await request(app).get("/").set("x-tenant", "acme")).status).toBe(429);
+      await holder?.release();
+    };
+
+    const plain = new Registry();
+    stops.push(collectMetrics({ registry: plain }));
+    await scripted();
+    const plainText = await plain.metrics();
+    expect(plainText).toMatch(
+      /leasehold_http_rejected_total\{kind="semaphore",name="chat",status="429",reason="tenant-full"\} 1/,
+    );
+    expect(plainText).not.toMatch(/acme/);
+    for (const stop of stops.splice(0)) stop();
+
+    const asked = new Registry();
+    stops.push(collectMetrics({ registry: asked, tenantAttribute: true }));
+    await scripted();
+    const text = await asked.metrics();
+    expect(text).toMatch(/leasehold_acquired_total\{kind="semaphore",name="jobs",id="jobs",tenant="acme"\} 1/);
+    expect(text).toMatch(
+      /leasehold_rejected_total\{kind="semaphore",name="jobs",id="jobs",tenant="acme",reason="tenant-full"\} 1/,
+    );
+    expect(text).toMatch(
+      /leasehold_http_rejected_total\{kind="semaphore",name="chat",id="chat",tenant="acme",status="429",reason="tenant-full"\} 1/,
+    );
   });
 });
 

@@ -7,10 +7,16 @@ import { createClient, createCluster } from "redis";
 import { createClient as createClient5, createCluster as createCluster5 } from "redis5";
 import { describe, expectTypeOf, it } from "vitest";
 import { lock as expressLock, semaphore as expressSemaphore } from "../integrations/express/index.js";
-import { lock as honoLock, semaphore as honoSemaphore, type LeaseholdVariables } from "../integrations/hono/index.js";
+import {
+  type LeaseholdMiddleware as HonoMiddleware,
+  lock as honoLock,
+  semaphore as honoSemaphore,
+  type LeaseholdVariables,
+} from "../integrations/hono/index.js";
 import { Lease as LeaseParam } from "../integrations/nestjs/index.js";
 import type { RequestLease } from "../src/http/exchange.js";
 import {
+  type CloseOptions,
   type Lease,
   type LockLease,
   lock,
@@ -31,6 +37,11 @@ describe("types", () => {
       expectTypeOf(slots.run("k", async () => 42)).toEqualTypeOf<Promise<number>>();
       expectTypeOf(slots.run("k", (lease) => lease.weight)).toEqualTypeOf<Promise<number>>();
       expectTypeOf(lock().acquire("k")).toEqualTypeOf<Promise<LockLease | null>>();
+      expectTypeOf(slots.close({ graceMs: 1000 })).toEqualTypeOf<Promise<void>>();
+      expectTypeOf(lock().close()).toEqualTypeOf<Promise<void>>();
+      expectTypeOf(expressSemaphore("s", 1).close).toEqualTypeOf<(options?: CloseOptions) => Promise<void>>();
+      // @ts-expect-error graceMs is a number of ms
+      slots.close({ graceMs: "5s" });
       // @ts-expect-error limit is required
       semaphore({});
       // @ts-expect-error a lock has ttlMs, not leaseMs
@@ -96,7 +107,9 @@ describe("types", () => {
     expectTypeOf<LeaseholdVariables>().toEqualTypeOf<{ lease: RequestLease | undefined }>();
     expectTypeOf<LeaseholdVariables<LockLease>["lease"]>().toEqualTypeOf<LockLease | undefined>();
     // What the middleware declares is the same type, so the two never disagree.
-    expectTypeOf(honoLock("l")).toEqualTypeOf<MiddlewareHandler<{ Variables: LeaseholdVariables<LockLease> }>>();
+    expectTypeOf(honoLock("l")).toEqualTypeOf<HonoMiddleware<LockLease>>();
+    expectTypeOf(honoLock("l")).toMatchTypeOf<MiddlewareHandler<{ Variables: LeaseholdVariables<LockLease> }>>();
+    expectTypeOf(honoLock("l").close).toEqualTypeOf<(options?: CloseOptions) => Promise<void>>();
   });
 
   it("NestJS: @Lease() is a parameter decorator", () => {

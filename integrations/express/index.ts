@@ -4,8 +4,9 @@
  * @module leasehold/express
  */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
+import type { Closable, CloseOptions } from "../../src/holdings.js";
 import { Admission } from "../../src/http/admission.js";
-import { Exchange, LeaseView, type RequestLease } from "../../src/http/exchange.js";
+import { Exchange, FENCE_HEADER, LeaseView, type RequestLease } from "../../src/http/exchange.js";
 import { reportHandlerEnd, sendRejection, watchNodeResponse } from "../../src/http/node-response.js";
 import {
   type AdmissionRoute,
@@ -59,10 +60,25 @@ export interface ExpressSemaphoreOptions extends SemaphoreAdmissionOptions<Reque
  */
 export interface ExpressLockOptions extends LockAdmissionOptions<Request, ExpressOnRejected> {}
 
-function middleware(route: AdmissionRoute<Request, ExpressOnRejected>, where: string): RequestHandler {
+/**
+ * What {@link semaphore} and {@link lock} make: the middleware, and its
+ * `close()` for a clean shutdown (see docs/operations.md, Shutting down).
+ *
+ * @example
+ * ```ts
+ * const chat: LeaseholdMiddleware = semaphore("openai", 20, { client: redis });
+ * process.once("SIGTERM", async () => {
+ *   await chat.close({ graceMs: 10_000 });
+ *   server.close();
+ * });
+ * ```
+ */
+export type LeaseholdMiddleware = RequestHandler & Closable;
+
+function middleware(route: AdmissionRoute<Request, ExpressOnRejected>, where: string): LeaseholdMiddleware {
   const admission = new Admission(parseAdmissionOptions(route, where));
-  const { name, disconnectGraceMs, onRejected } = admission.config;
-  return function leasehold(req: Request, res: Response, next: NextFunction): void {
+  const { name, disconnectGraceMs, onRejected, exposeFence } = admission.config;
+  const handler = function leasehold(req: Request, res: Response, next: NextFunction): void {
     const exchange = new Exchange(name, disconnectGraceMs);
     watchNodeResponse(res, exchange);
     // Express does not expose the handler's promise: ending the response is the sign its work is done.
@@ -70,6 +86,8 @@ function middleware(route: AdmissionRoute<Request, ExpressOnRejected>, where: st
     admission.admit(req, exchange).then((outcome) => {
       if (outcome instanceof LeaseView) {
         req.lease = outcome;
+        // Before the handler: a streamed body sends its headers with its first write.
+        if (exposeFence) res.setHeader(FENCE_HEADER, String(outcome.fence));
         next();
       } else if (outcome === "passed") next();
       else if (outcome === "abandoned") return;
@@ -77,6 +95,7 @@ function middleware(route: AdmissionRoute<Request, ExpressOnRejected>, where: st
       else sendRejection(res, outcome);
     }, next);
   };
+  return Object.assign(handler, { close: (options?: CloseOptions) => admission.close(options) });
 }
 
 /**
@@ -84,7 +103,8 @@ function middleware(route: AdmissionRoute<Request, ExpressOnRejected>, where: st
  * `limit` permits of `name` (or of `<name>:<key(req)>`). A full semaphore
  * answers 503 with Retry-After and a problem+json body. The permit is held
  * until the response is finished, and the handler reads it as `req.lease`,
- * whose `signal` aborts when it is lost or the client leaves. After a
+ * whose `signal` aborts when it is lost, the client leaves, or the
+ * middleware is closed (`close()`, for a clean shutdown). After a
  * disconnect the permit is held until the handler ends the response (or
  * calls `req.lease.release()`), at the latest `disconnectGraceMs`: Express
  * cannot see when a handler returns, so one that stops on abort should end
@@ -109,7 +129,7 @@ export function semaphore(
   name: string,
   limit: number | ((req: Request) => number),
   options?: ExpressSemaphoreOptions,
-): RequestHandler {
+): LeaseholdMiddleware {
   return middleware({ kind: "semaphore", name, limit, options }, "semaphore middleware");
 }
 
@@ -125,10 +145,11 @@ export function semaphore(
  * app.post("/orders/:id/pay", lock("order", { client: redis, key: (req) => String(req.params.id) }), pay);
  * ```
  */
-export function lock(name: string, options?: ExpressLockOptions): RequestHandler {
+export function lock(name: string, options?: ExpressLockOptions): LeaseholdMiddleware {
   return middleware({ kind: "lock", name, options }, "lock middleware");
 }
 
+export type { Closable, CloseOptions } from "../../src/holdings.js";
 export { PROBLEM_TYPES, type ProblemDetails, type RejectionContext, type RejectionReason } from "../../src/http/problem.js";
 export type { LockLease, SemaphoreLease } from "../../src/lease.js";
 export type { Rejection, RequestLease };

@@ -7,8 +7,9 @@ import type { ServerResponse } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { LeaseLostError } from "../../src/errors.js";
+import type { Closable, CloseOptions } from "../../src/holdings.js";
 import { Admission } from "../../src/http/admission.js";
-import { Exchange, LeaseView, type RequestLease } from "../../src/http/exchange.js";
+import { Exchange, FENCE_HEADER, LeaseView, type RequestLease } from "../../src/http/exchange.js";
 import { watchNodeResponse } from "../../src/http/node-response.js";
 import {
   type AdmissionRoute,
@@ -138,10 +139,41 @@ function handle(exchange: Exchange, next: () => Promise<void>): Promise<LeaseLos
   });
 }
 
-function middleware(route: AdmissionRoute<Context, HonoOnRejected>, where: string): MiddlewareHandler {
+/**
+ * What {@link semaphore} and {@link lock} make: the middleware, and its
+ * `close()` for a clean shutdown (see docs/operations.md, Shutting down).
+ *
+ * @example
+ * ```ts
+ * const chat: LeaseholdMiddleware<SemaphoreLease> = semaphore("openai", 20, { client: redis });
+ * process.once("SIGTERM", () => void chat.close({ graceMs: 10_000 }));
+ * ```
+ */
+export type LeaseholdMiddleware<Lease extends RequestLease = RequestLease> = MiddlewareHandler<{
+  Variables: LeaseholdVariables<Lease>;
+}> &
+  Closable;
+
+/**
+ * Sets a header on the handler's response, whatever made it. `c.header()`
+ * would rebuild a finished response (on Node, off `@hono/node-server`'s fast
+ * path); a response whose headers are immutable (one from `fetch`) is copied.
+ */
+function setHeader(c: Context, name: string, value: string): void {
+  try {
+    c.res.headers.set(name, value);
+  } catch {
+    const copy = new Response(c.res.body, c.res);
+    copy.headers.set(name, value);
+    c.res = undefined;
+    c.res = copy;
+  }
+}
+
+function middleware(route: AdmissionRoute<Context, HonoOnRejected>, where: string): MiddlewareHandler & Closable {
   const admission = new Admission(parseAdmissionOptions(route, where));
-  const { name, disconnectGraceMs, onRejected } = admission.config;
-  return async function leasehold(c, next) {
+  const { name, disconnectGraceMs, onRejected, exposeFence } = admission.config;
+  const handler: MiddlewareHandler = async function leasehold(c, next) {
     const exchange = new Exchange(name, disconnectGraceMs);
     const outgoing = nodeResponse(c.env);
     if (outgoing !== undefined) watchNodeResponse(outgoing, exchange);
@@ -182,10 +214,17 @@ function middleware(route: AdmissionRoute<Context, HonoOnRejected>, where: strin
       if (outgoing === undefined) exchange.responded();
       return;
     }
+    // Nothing is written before the middleware chain returns, streamed bodies included. A stacked
+    // leasehold middleware inside this one has set its own: the innermost's fence is sent, as in Express.
+    if (exposeFence && !c.res.headers.has(FENCE_HEADER)) setHeader(c, FENCE_HEADER, String(outcome.fence));
     // The response exists but its body may still be streaming: hold the lease until its last byte.
     if (outgoing !== undefined) exchange.onLost = cutResponse;
+    // Hono answers HEAD with the GET handler's status and headers, and drops its body unread:
+    // holding the permit until that body's end would hold it for good.
+    else if (c.req.method === "HEAD") exchange.responded();
     else c.res = holdBody(c.res, exchange);
   };
+  return Object.assign(handler, { close: (options?: CloseOptions) => admission.close(options) });
 }
 
 /**
@@ -193,7 +232,9 @@ function middleware(route: AdmissionRoute<Context, HonoOnRejected>, where: strin
  * permits of `name` (or of `<name>:<key(c)>`). A full semaphore throws a
  * `LeaseRejectedException` (503, Retry-After, problem+json) for
  * `app.onError`. The permit is held until the handler has settled and the
- * response body is finished; the handler reads it as `c.get("lease")`. After
+ * response body is finished; the handler reads it as `c.get("lease")`, whose
+ * `signal` aborts when it is lost, the client leaves, or the middleware is
+ * closed (`close()`, for a clean shutdown). After
  * a disconnect it is held until the handler settles (or releases the lease),
  * at the latest `disconnectGraceMs`.
  *
@@ -216,7 +257,7 @@ export function semaphore(
   name: string,
   limit: number | ((c: Context) => number),
   options?: HonoSemaphoreOptions,
-): MiddlewareHandler<{ Variables: LeaseholdVariables<SemaphoreLease> }> {
+): LeaseholdMiddleware<SemaphoreLease> {
   return middleware({ kind: "semaphore", name, limit, options }, "semaphore middleware");
 }
 
@@ -232,10 +273,11 @@ export function semaphore(
  * app.post("/orders/:id/pay", lock("order", { client: redis, key: (c) => c.req.param("id")! }), pay);
  * ```
  */
-export function lock(name: string, options?: HonoLockOptions): MiddlewareHandler<{ Variables: LeaseholdVariables<LockLease> }> {
+export function lock(name: string, options?: HonoLockOptions): LeaseholdMiddleware<LockLease> {
   return middleware({ kind: "lock", name, options }, "lock middleware");
 }
 
+export type { Closable, CloseOptions } from "../../src/holdings.js";
 export { PROBLEM_TYPES, type ProblemDetails, type RejectionContext, type RejectionReason } from "../../src/http/problem.js";
 export type { LockLease, SemaphoreLease } from "../../src/lease.js";
 export type { Rejection, RequestLease };

@@ -13,6 +13,7 @@ import { parseAdmissionOptions } from "../../src/http/options.js";
 import { memoryStore } from "../../src/store/memory.js";
 import { LeaseholdGuard, LeaseholdInterceptor } from "./guard.js";
 import { type NestLockOptions, type NestRequest, type NestSemaphoreOptions, ROUTE, type Route, whereOf } from "./options.js";
+import { tracked, trackRoutes } from "./work.js";
 
 /** Stands in for the module's client while a decorator's options are checked; never used for leases. */
 const VALIDATION_STORE: ClientInput = memoryStore();
@@ -20,11 +21,19 @@ const VALIDATION_STORE: ClientInput = memoryStore();
 function guardWith(route: Route): ClassDecorator & MethodDecorator {
   // Validate now, when the class is defined, not on the first request (the module's client is not known yet).
   new Admission(parseAdmissionOptions(route, whereOf(route), { client: VALIDATION_STORE }));
-  return applyDecorators(
-    SetMetadata(ROUTE, route),
-    UseGuards(LeaseholdGuard),
-    UseInterceptors(LeaseholdInterceptor),
-  ) as ClassDecorator & MethodDecorator;
+  const decorate = applyDecorators(SetMetadata(ROUTE, route), UseGuards(LeaseholdGuard), UseInterceptors(LeaseholdInterceptor));
+  // The handlers are wrapped first, so that this decorator's metadata (and any applied later) lands on the wrapper
+  // Nest will call: the interceptor then sees the handler's own promise, not only its observable.
+  return ((target: object, key?: string | symbol, descriptor?: TypedPropertyDescriptor<unknown>) => {
+    if (descriptor === undefined) {
+      trackRoutes(target as { prototype: object });
+      decorate(target as never);
+      return;
+    }
+    if (typeof descriptor.value === "function") descriptor.value = tracked(descriptor.value as (...args: unknown[]) => unknown);
+    decorate(target, key as string | symbol, descriptor);
+    return descriptor;
+  }) as ClassDecorator & MethodDecorator;
 }
 
 /**

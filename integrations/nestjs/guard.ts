@@ -1,5 +1,6 @@
 import type { ServerResponse } from "node:http";
 import {
+  type BeforeApplicationShutdown,
   type CallHandler,
   type CanActivate,
   type ExecutionContext,
@@ -11,8 +12,9 @@ import {
 } from "@nestjs/common";
 import { HttpAdapterHost, Reflector } from "@nestjs/core";
 import { finalize, type Observable } from "rxjs";
+import { CLOSE_GRACE_MS } from "../../src/defaults.js";
 import { Admission } from "../../src/http/admission.js";
-import { Exchange, LeaseView } from "../../src/http/exchange.js";
+import { Exchange, FENCE_HEADER, LeaseView } from "../../src/http/exchange.js";
 import { watchNodeResponse } from "../../src/http/node-response.js";
 import { given, parseAdmissionOptions } from "../../src/http/options.js";
 import { type Rejection, withoutStackTrace } from "../../src/http/problem.js";
@@ -28,6 +30,7 @@ import {
   type Route,
   whereOf,
 } from "./options.js";
+import { HandlerWork, isTracked, within } from "./work.js";
 
 /**
  * The rejection a guarded route throws: an `HttpException` whose response is
@@ -60,6 +63,13 @@ export class LeaseRejectedException extends HttpException {
  * disconnect. Non-HTTP contexts (microservices, websockets) pass through
  * unguarded.
  *
+ * It closes its routes' semaphores and locks when the application shuts down
+ * (`app.close()`, or a signal with `app.enableShutdownHooks()`), before the
+ * HTTP server closes: requests arriving from then on are answered 503
+ * `shutting-down`, requests in flight see their lease's signal abort with a
+ * `ShutdownError`, and their permits are released when they end, at the
+ * latest after the module's `shutdownGraceMs`.
+ *
  * @example
  * ```ts
  * // Installed by @Semaphore/@Lock; apply it yourself only to reuse a route's metadata:
@@ -67,8 +77,11 @@ export class LeaseRejectedException extends HttpException {
  * ```
  */
 @Injectable()
-export class LeaseholdGuard implements CanActivate {
+export class LeaseholdGuard implements CanActivate, BeforeApplicationShutdown {
   readonly #admissions = new WeakMap<Route, Admission<NestRequest, NestOnRejected>>();
+  /** Every admission made, to close them with the app. */
+  readonly #made: Admission<NestRequest, NestOnRejected>[] = [];
+  #closing: Promise<void> | undefined;
 
   constructor(
     @Inject(Reflector) protected readonly reflector: Reflector,
@@ -94,15 +107,28 @@ export class LeaseholdGuard implements CanActivate {
     watchNodeResponse(raw, exchange);
 
     const outcome = await admission.admit(request, exchange);
+    const adapter = this.adapterHost.httpAdapter;
     if (outcome instanceof LeaseView) {
       request.lease = outcome;
+      if (admission.config.exposeFence) adapter.setHeader(response, FENCE_HEADER, String(outcome.fence));
       return true;
     }
     if (outcome === "passed") return true;
     if (outcome === "abandoned") return false;
-    const adapter = this.adapterHost.httpAdapter;
     for (const [name, value] of Object.entries(outcome.headers)) adapter.setHeader(response, name, value);
     throw admission.config.onRejected?.(outcome, request) ?? withoutStackTrace(() => new LeaseRejectedException(outcome));
+  }
+
+  /**
+   * Nest's shutdown hook, before the HTTP server closes (so requests that still
+   * arrive are answered): closes every route's semaphore or lock, with the
+   * module's `shutdownGraceMs`, and resolves once their permits are back.
+   */
+  beforeApplicationShutdown(): Promise<void> {
+    this.#closing ??= Promise.all(
+      this.#made.map((admission) => admission.close({ graceMs: this.moduleOptions.shutdownGraceMs ?? CLOSE_GRACE_MS })),
+    ).then(() => {});
+    return this.#closing;
   }
 
   /** One admission per decorated route and app: options merged over the module's defaults. */
@@ -111,6 +137,9 @@ export class LeaseholdGuard implements CanActivate {
     if (admission === undefined) {
       admission = new Admission(parseAdmissionOptions(route, whereOf(route), given(this.moduleOptions, MODULE_DEFAULTS)));
       this.#admissions.set(route, admission);
+      this.#made.push(admission);
+      // A route first requested while the app shuts down: refused like the others.
+      if (this.#closing !== undefined) void admission.close({ graceMs: 0 });
     }
     return admission;
   }
@@ -118,8 +147,10 @@ export class LeaseholdGuard implements CanActivate {
 
 /**
  * Tells the guard's exchange when the handler is done (its observable
- * completed, failed or was unsubscribed), so the permit covers handlers that
- * work on after the response, or after their client left. `@Semaphore` and
+ * completed, failed or was unsubscribed, and the promise the handler returned
+ * settled), so the permit covers handlers that work on after the response,
+ * after their client left, or after a `timeout()` interceptor gave up on them.
+ * The handler's promise is seen for handlers the decorators wrapped. `@Semaphore` and
  * `@Lock` install it with the guard; a request without it is held until its
  * response finishes (or `disconnectGraceMs` after a disconnect).
  *
@@ -137,6 +168,10 @@ export class LeaseholdInterceptor implements NestInterceptor {
       context.getType() === "http" ? context.switchToHttp().getRequest()[EXCHANGE] : undefined;
     // A class and a method decorator both install it: the outermost reports.
     if (exchange === undefined || !exchange.workStarted()) return next.handle();
-    return next.handle().pipe(finalize(() => exchange.workEnded()));
+    const handler = context.getHandler();
+    if (!isTracked(handler)) return next.handle().pipe(finalize(() => exchange.workEnded()));
+    // Its observable can end (an outer timeout(), an SSE disconnect) while the handler's promise still runs.
+    const work = new HandlerWork(exchange, handler);
+    return within(work, () => next.handle()).pipe(finalize(() => work.ended()));
   }
 }

@@ -8,9 +8,10 @@ import {
   type Type,
 } from "@nestjs/common";
 import { ValidationError } from "../../src/errors.js";
-import { prefix as checkPrefix } from "../../src/validate.js";
+import { given, parseAdmissionOptions } from "../../src/http/options.js";
+import { prefix as checkPrefix, delayMs, knownOptions, optionsObject } from "../../src/validate.js";
 import { LeaseholdGuard } from "./guard.js";
-import { LEASEHOLD_OPTIONS, type LeaseholdModuleOptions } from "./options.js";
+import { LEASEHOLD_OPTIONS, type LeaseholdModuleOptions, MODULE_DEFAULTS } from "./options.js";
 
 /**
  * A class that makes the module options, for `forRootAsync({ useClass })` or
@@ -51,9 +52,22 @@ export interface LeaseholdModuleAsyncOptions extends Pick<ModuleMetadata, "impor
   useExisting?: Type<LeaseholdOptionsFactory>;
 }
 
-/** The module's prefix is every route's default: a bad one is refused when the module is configured, not on the first request. */
+const WHERE = "LeaseholdModule options";
+
+/**
+ * The module's options are every route's defaults, and its shutdown grace is
+ * used at shutdown: a bad one (a prefix with a colon, `exposeFence: "yes"`, a
+ * typo, a negative grace) is refused when the module is configured, not on
+ * the first request or at the last moment.
+ */
 function checked(options: LeaseholdModuleOptions): LeaseholdModuleOptions {
+  // The module takes the routes' defaults and its own shutdown grace.
+  knownOptions(optionsObject(options, WHERE), [...MODULE_DEFAULTS, "shutdownGraceMs"], WHERE);
   if (options?.prefix !== undefined) checkPrefix(options.prefix);
+  if (options?.shutdownGraceMs !== undefined) {
+    delayMs("shutdownGraceMs", options.shutdownGraceMs, "Pass how long requests in flight may finish at shutdown, e.g. 10000.");
+  }
+  parseAdmissionOptions({ kind: "lock", name: "module", options: given(options ?? {}, MODULE_DEFAULTS) }, WHERE);
   return options;
 }
 

@@ -60,10 +60,19 @@ export interface NestLockOptions extends LockAdmissionOptions<NestRequest, NestO
 export interface LeaseholdModuleOptions
   extends Pick<
     AdmissionOptions<NestRequest>,
-    "prefix" | "onStoreError" | "onStoreUnavailable" | "onLeaseLost" | "onRenewError" | "disconnectGraceMs"
+    "prefix" | "onStoreError" | "onStoreUnavailable" | "onLeaseLost" | "onRenewError" | "disconnectGraceMs" | "exposeFence"
   > {
   /** Where leases live. @default the process-wide embedded memory store */
   client?: ClientInput;
+  /**
+   * When the application shuts down (`app.close()`, or a signal with
+   * `app.enableShutdownHooks()`), how long requests in flight may work on
+   * after their lease's signal aborted with a `ShutdownError`; permits still
+   * held then are released (the request answered 503 `shutting-down`, or cut
+   * if its response had started). See docs/operations.md, Shutting down.
+   * @default 5000
+   */
+  shutdownGraceMs?: number;
 }
 
 /** The module options every route takes as defaults. */
@@ -75,6 +84,7 @@ export const MODULE_DEFAULTS = [
   "onLeaseLost",
   "onRenewError",
   "disconnectGraceMs",
+  "exposeFence",
 ] as const satisfies readonly (keyof LeaseholdModuleOptions)[];
 
 /**

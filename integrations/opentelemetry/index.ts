@@ -50,6 +50,9 @@ export function instrument(options: InstrumentOptions = {}): () => void {
   const renewErrors = meter.createCounter("leasehold.renew.errors", { description: "Failed renewal round trips (not losses)." });
   const storeErrors = meter.createCounter("leasehold.store.errors", { description: "Store calls that failed or timed out." });
   const httpRejected = meter.createCounter("leasehold.http.rejected", { description: "Requests refused by an HTTP adapter." });
+  const storeDowns = meter.createCounter("leasehold.store.down", {
+    description: "Times a store became unreachable (acquires then fail at once until a probe answers).",
+  });
   const wait = meter.createHistogram("leasehold.wait.duration", { unit: "ms", description: "Time callers waited for a lease." });
   const hold = meter.createHistogram("leasehold.hold.duration", { unit: "ms", description: "Time leases were held." });
 
@@ -71,6 +74,7 @@ export function instrument(options: InstrumentOptions = {}): () => void {
       lost: (attributes) => lost.add(1, toAttributes(attributes)),
       renewError: (attributes) => renewErrors.add(1, toAttributes(attributes)),
       storeError: (attributes) => storeErrors.add(1, toAttributes(attributes)),
+      storeDown: (attributes) => storeDowns.add(1, attributes),
       httpRejected: (attributes) => httpRejected.add(1, toAttributes(attributes)),
     },
     options,
@@ -86,6 +90,12 @@ export function instrument(options: InstrumentOptions = {}): () => void {
   const waiting = meter.createObservableGauge("leasehold.queue.waiting", {
     description: "Callers waiting in the queue of a tracked semaphore id.",
   });
+  const storeUp = meter.createObservableGauge("leasehold.store.up", {
+    description: "1 while a store answers, 0 while it is down (as this process has seen it).",
+  });
+  const observeStores = (result: { observe(value: number, attributes?: Attributes): void }) => {
+    for (const { store, up } of watcher.stores()) result.observe(up ? 1 : 0, { store });
+  };
   const observeOutstanding = (result: { observe(value: number, attributes?: Attributes): void }) => {
     for (const entry of watcher.outstanding()) result.observe(entry.count, toAttributes(entry.attributes));
   };
@@ -97,11 +107,13 @@ export function instrument(options: InstrumentOptions = {}): () => void {
     }
   };
   outstanding.addCallback(observeOutstanding);
+  storeUp.addCallback(observeStores);
   meter.addBatchObservableCallback(observeTracked as never, [used, available, waiting]);
 
   return () => {
     watcher.stop();
     outstanding.removeCallback(observeOutstanding);
+    storeUp.removeCallback(observeStores);
     meter.removeBatchObservableCallback(observeTracked as never, [used, available, waiting]);
   };
 }

@@ -42,7 +42,7 @@ const SECONDS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60
 export function collectMetrics(options: PrometheusOptions = {}): () => void {
   const registry = options.registry ?? defaultRegistry;
   const prefix = options.prefix ?? "leasehold_";
-  const series = options.tenantAttribute === true ? ["kind", "name", "id"] : ["kind", "name"];
+  const series = options.tenantAttribute === true ? ["kind", "name", "id", "tenant"] : ["kind", "name"];
   const registers = [registry];
   const counter = (name: string, help: string, extra: string[] = []) =>
     new Counter({ name: `${prefix}${name}`, help, labelNames: [...series, ...extra], registers });
@@ -58,6 +58,12 @@ export function collectMetrics(options: PrometheusOptions = {}): () => void {
     registers,
   });
   const httpRejected = counter("http_rejected_total", "Requests refused by an HTTP adapter.", ["status", "reason"]);
+  const storeDowns = new Counter({
+    name: `${prefix}store_down_total`,
+    help: "Times a store became unreachable (acquires then fail at once until a probe answers).",
+    labelNames: ["store"],
+    registers,
+  });
   const wait = new Histogram({
     name: `${prefix}wait_seconds`,
     help: "Time callers waited for a lease.",
@@ -91,6 +97,7 @@ export function collectMetrics(options: PrometheusOptions = {}): () => void {
       lost: (attributes) => lost.inc(attributes),
       renewError: (attributes) => renewErrors.inc(attributes),
       storeError: (attributes) => storeErrors.inc({ kind: "", name: "", ...attributes }),
+      storeDown: (attributes) => storeDowns.inc(attributes),
       httpRejected: (attributes) => httpRejected.inc(attributes),
     },
     options,
@@ -104,6 +111,15 @@ export function collectMetrics(options: PrometheusOptions = {}): () => void {
     collect() {
       this.reset();
       for (const entry of watcher.outstanding()) this.set({ ...entry.attributes }, entry.count);
+    },
+  });
+  const storeUp = new Gauge({
+    name: `${prefix}store_up`,
+    help: "1 while a store answers, 0 while it is down (as this process has seen it; a store never seen down is not listed).",
+    labelNames: ["store"],
+    registers,
+    collect() {
+      for (const { store, up } of watcher.stores()) this.set({ store }, up ? 1 : 0);
     },
   });
   const fromStats = (name: string, help: string, figure: "used" | "available" | "waiting") =>
@@ -129,6 +145,8 @@ export function collectMetrics(options: PrometheusOptions = {}): () => void {
       lost,
       renewErrors,
       storeErrors,
+      storeDowns,
+      storeUp,
       httpRejected,
       wait,
       hold,

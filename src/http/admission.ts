@@ -2,14 +2,16 @@ import {
   type LeaseLostError,
   LockNotAcquiredError,
   SemaphoreNotAcquiredError,
+  ShutdownError,
   StoreUnavailableError,
   ValidationError,
 } from "../errors.js";
 import { channels, type HttpRejectedEvent } from "../events.js";
+import type { CloseOptions } from "../holdings.js";
 import type { LeaseHandle, SemaphoreLease } from "../lease.js";
 import { type LockEngine, lockEngine } from "../lock.js";
 import { type SemaphoreEngine, type SemaphoreRunOptions, semaphoreEngine } from "../semaphore.js";
-import { id as checkId } from "../validate.js";
+import { id as checkId, tenant as checkTenant } from "../validate.js";
 import type { Exchange, LeaseView } from "./exchange.js";
 import type { AdmissionConfig } from "./options.js";
 import {
@@ -18,7 +20,10 @@ import {
   type RejectionReason,
   refusalDetail,
   rejection,
+  shuttingDownRejection,
   storeDownDetail,
+  tenantFullDetail,
+  tenantMissingRejection,
 } from "./problem.js";
 import { RetryAfterEstimate } from "./retry-after.js";
 
@@ -30,6 +35,16 @@ import { RetryAfterEstimate } from "./retry-after.js";
 export type Admitted = LeaseView | Rejection | "passed" | "abandoned";
 
 type Engine = { kind: "semaphore"; engine: SemaphoreEngine } | { kind: "lock"; engine: LockEngine };
+
+/** Who a request is for, and the most permits that tenant may hold. */
+export interface RequestTenant {
+  name: string;
+  limit: number;
+}
+
+function unprefixed(error: unknown): string {
+  return (error as Error).message.replace(/^leasehold: /, "");
+}
 
 /**
  * The framework-independent half of every adapter: maps a request to a lease
@@ -67,11 +82,44 @@ export class Admission<Req, OnRejected = never> {
     try {
       return checkId(id);
     } catch (error) {
+      throw new ValidationError("key", `the key function of "${name}" returned an unusable value: ${unprefixed(error)}`);
+    }
+  }
+
+  /**
+   * The tenant of a request and its cap, for a route with `tenant`: checked
+   * here, before any slot is taken, like the key. A throwing `tenant` or
+   * `tenantLimit` function propagates.
+   */
+  tenantFor(request: Req, limit: number): RequestTenant | undefined | null {
+    const { tenant, tenantLimit, name } = this.config;
+    if (tenant === undefined) return undefined;
+    const named = tenant(request);
+    // No tenant (a missing header): answered 400 `tenant-missing`, nothing taken.
+    if (named === undefined) return null;
+    let checked: string;
+    try {
+      checked = checkTenant(named);
+    } catch (error) {
+      const what =
+        named === ""
+          ? "an empty string; it must return a non-empty string naming who the request is for."
+          : `an unusable value: ${unprefixed(error)}`;
       throw new ValidationError(
-        "key",
-        `the key function of "${name}" returned an unusable value: ${(error as Error).message.replace(/^leasehold: /, "")}`,
+        "tenant",
+        `the tenant function of "${name}" returned ${what} Reject requests that lack one before this middleware, or skip them with skip().`,
       );
     }
+    const cap = typeof tenantLimit === "function" ? tenantLimit(checked) : (tenantLimit as number);
+    if (typeof cap !== "number" || !Number.isSafeInteger(cap) || cap < 1 || cap > limit) {
+      // A number was checked at creation, against a limit that is a number; a limit function answers per request.
+      const given = typeof tenantLimit === "function" ? `the tenantLimit function of "${name}" returned` : "tenantLimit is";
+      throw new ValidationError(
+        "tenantLimit",
+        `${given} ${String(cap)} for tenant "${checked}"; it must be a whole number from 1 to the limit (${limit}).`,
+      );
+    }
+    return { name: checked, limit: cap };
   }
 
   /**
@@ -104,9 +152,14 @@ export class Admission<Req, OnRejected = never> {
     const id = this.idFor(request);
     const limit = typeof config.limit === "function" ? config.limit(request) : config.limit;
     const weight = typeof config.weight === "function" ? config.weight(request) : config.weight;
+    const tenant = this.tenantFor(request, limit);
     exchange.id = id;
     exchange.limit = limit;
     if (exchange.gone) return Promise.resolve("abandoned");
+    if (tenant === null) {
+      const error = new ValidationError("tenant", `the tenant function of "${config.name}" found no tenant for this request.`);
+      return Promise.resolve(this.#announce(tenantMissingRejection(error, id, limit), undefined));
+    }
 
     return new Promise<Admitted>((resolve, reject) => {
       let admittedAt: number | undefined;
@@ -129,15 +182,17 @@ export class Admission<Req, OnRejected = never> {
         if (admittedAt !== undefined) return;
         if (exchange.gone) resolve("abandoned");
         else if (error instanceof SemaphoreNotAcquiredError || error instanceof LockNotAcquiredError) {
-          resolve(this.#refused(error, id, limit));
+          resolve(this.#refused(error, id, limit, weight, tenant));
+        } else if (error instanceof ShutdownError) {
+          resolve(this.#announce(shuttingDownRejection(error, id, limit), tenant?.name));
         } else if (error instanceof StoreUnavailableError) {
           config.onStoreUnavailable?.(error, request);
-          resolve(config.failOpen ? "passed" : this.#storeDown(error, id, limit));
+          resolve(config.failOpen ? "passed" : this.#storeDown(error, id, limit, tenant));
         } else reject(error);
       };
       const running =
         this.#engine.kind === "semaphore"
-          ? this.#engine.engine.run(id, hold, this.#runOptions(limit, weight, exchange))
+          ? this.#engine.engine.run(id, hold, this.#runOptions(limit, weight, tenant, exchange))
           : this.#engine.engine.run(id, hold, config.mayWait ? { signal: exchange.clientSignal } : undefined);
       running.then(held, failed);
     });
@@ -145,26 +200,65 @@ export class Admission<Req, OnRejected = never> {
 
   /**
    * Per-call options only where a request differs from the primitive's
-   * defaults (a limit or weight function), plus the client's signal for a
-   * request that may wait. Most routes pass none: the engine's fastest path.
+   * defaults (a limit or weight function, a tenant), plus the client's signal
+   * for a request that may wait. Most routes pass none: the engine's fastest path.
    */
-  #runOptions(limit: number, weight: number, exchange: Exchange): SemaphoreRunOptions | undefined {
+  #runOptions(
+    limit: number,
+    weight: number,
+    tenant: RequestTenant | undefined,
+    exchange: Exchange,
+  ): SemaphoreRunOptions | undefined {
     const { config } = this;
     const perRequest = typeof config.limit === "function" || weight !== 1;
-    if (!perRequest && !config.mayWait) return undefined;
+    if (!perRequest && !config.mayWait && tenant === undefined) return undefined;
     const options: SemaphoreRunOptions = perRequest ? { limit, weight } : {};
+    if (tenant !== undefined) {
+      options.tenant = tenant.name;
+      options.tenantLimit = tenant.limit;
+      if (config.tenantMaxQueue !== undefined) options.tenantMaxQueue = config.tenantMaxQueue;
+    }
     if (config.mayWait) options.signal = exchange.clientSignal;
     return options;
   }
 
-  /** A full semaphore or a held lock: the route's status, and Retry-After as estimated or as configured. */
-  #refused(error: SemaphoreNotAcquiredError | LockNotAcquiredError, id: string, limit: number): Rejection {
-    const { kind, status } = this.config;
-    const reason: RejectionReason = kind === "semaphore" ? "semaphore-full" : "lock-held";
+  /**
+   * Closes the route's semaphore or lock (see `Semaphore.close`): requests
+   * arriving from now on, and those waiting in its queue, are answered 503
+   * `shutting-down`; the signal of every request in flight aborts with a
+   * `ShutdownError`, and its permit is released when its work ends, or when
+   * `graceMs` ends (then it is answered, or cut, as a lost lease).
+   */
+  close(options?: CloseOptions): Promise<void> {
+    return this.#engine.engine.close(options);
+  }
+
+  /**
+   * A full semaphore, a tenant at its cap, or a held lock: the route's status
+   * (429 for a tenant by default), and Retry-After as estimated or as
+   * configured. A tenant's refusal carries its own figures only.
+   */
+  #refused(
+    error: SemaphoreNotAcquiredError | LockNotAcquiredError,
+    id: string,
+    limit: number,
+    weight: number,
+    tenant: RequestTenant | undefined,
+  ): Rejection {
+    const { kind } = this.config;
     const estimate = this.#estimate.seconds(error);
-    const retryAfter = this.#retryAfter({ reason, status, key: id, limit, retryAfter: estimate, error });
+    if (error.reason === "tenant-full" && tenant !== undefined) {
+      const context = { reason: "tenant-full", status: this.config.tenantStatus, key: id, limit: tenant.limit } as const;
+      const retryAfter = this.#retryAfter({ ...context, tenant: tenant.name, retryAfter: estimate, error });
+      const detail = tenantFullDetail(id, tenant.name, tenant.limit, weight, retryAfter);
+      return this.#announce(rejection({ ...context, tenant: tenant.name, retryAfter, detail, error }), tenant.name);
+    }
+    const { status } = this.config;
+    const reason: RejectionReason = kind === "semaphore" ? "semaphore-full" : "lock-held";
+    const retryAfter = this.#retryAfter({ reason, status, key: id, limit, tenant: tenant?.name, retryAfter: estimate, error });
     const detail = refusalDetail(kind, id, limit, error.reason, retryAfter);
-    return this.#announce(rejection({ reason, status, key: id, limit, retryAfter, detail, error }));
+    const refused = rejection({ reason, status, key: id, limit, tenant: tenant?.name, retryAfter, detail, error });
+    return this.#announce(refused, tenant?.name);
   }
 
   /** The configured Retry-After, or leasehold's estimate; whole seconds. */
@@ -175,7 +269,7 @@ export class Admission<Req, OnRejected = never> {
     return Number.isFinite(seconds) ? Math.max(0, Math.ceil(seconds)) : refusal.retryAfter;
   }
 
-  #storeDown(error: StoreUnavailableError, id: string, limit: number): Rejection {
+  #storeDown(error: StoreUnavailableError, id: string, limit: number, tenant: RequestTenant | undefined): Rejection {
     const store = error.store ?? "lease";
     return this.#announce(
       rejection({
@@ -183,24 +277,33 @@ export class Admission<Req, OnRejected = never> {
         status: 503,
         key: id,
         limit,
-        retryAfter: 1,
+        tenant: tenant?.name,
+        // While the breaker holds the store down, the time to its next probe; else a second.
+        retryAfter: Math.max(1, Math.ceil((error.retryAfterMs ?? 1000) / 1000)),
         detail: storeDownDetail(store, id),
         error,
         store,
       }),
+      tenant?.name,
     );
   }
 
-  /** Publishes an adapter refusal on its diagnostics channel. Names the route, never the tenant. */
-  #announce(refused: Rejection): Rejection {
+  /**
+   * Publishes an adapter refusal on its diagnostics channel: `name` is the
+   * route's; the request's tenant, if any, travels apart (as on the engine's
+   * events), for exporters to add only when asked (`tenantAttribute`).
+   */
+  #announce(refused: Rejection, tenant: string | undefined): Rejection {
     if (channels.httpRejected.hasSubscribers) {
-      channels.httpRejected.publish({
+      const event: HttpRejectedEvent = {
         kind: this.config.kind,
         name: this.config.name,
         id: refused.problem.key,
         status: refused.status,
         reason: refused.reason,
-      } satisfies HttpRejectedEvent);
+      };
+      if (tenant !== undefined) event.tenant = tenant;
+      channels.httpRejected.publish(event);
     }
     return refused;
   }

@@ -14,6 +14,9 @@ import type { Lease, LeaseHandle, LockLease, SemaphoreLease } from "../lease.js"
  */
 export type RequestLease = SemaphoreLease | LockLease;
 
+/** The response header that carries an admitted request's fence, with `exposeFence: true`. */
+export const FENCE_HEADER = "Lease-Fence";
+
 /**
  * What the exchange knows of the handler's work: nothing (no adapter reports
  * it, or not yet), running (its end will be reported), or ended.
@@ -223,12 +226,17 @@ export class LeaseView implements Lease {
     this.#exchange = exchange;
   }
 
-  /** Aborts on a lost lease or a departed client, whichever comes first. Made on first use. */
+  /**
+   * Aborts on a lost lease, a departed client, or a shutdown (the middleware's
+   * `close()`), whichever comes first. Made on first use.
+   */
   get signal(): AbortSignal {
     if (this.#combined === undefined) {
       this.#combined = new AbortController();
-      const reason = this.#lease.lost ?? this.#exchange.clientGoneReason;
+      const reason = this.#lease.lost ?? this.#lease.interrupted ?? this.#exchange.clientGoneReason;
       if (reason !== undefined) this.#combined.abort(reason);
+      // Told here, and only for a handler that asked for its signal: nothing per request otherwise.
+      else this.#lease.onInterrupt((why) => abortView(this, why));
     }
     return this.#combined.signal;
   }

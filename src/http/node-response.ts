@@ -1,4 +1,5 @@
 import type { ServerResponse } from "node:http";
+import type { Readable } from "node:stream";
 import type { LeaseLostError } from "../errors.js";
 import type { Exchange } from "./exchange.js";
 import { leaseLostRejection, type Rejection } from "./problem.js";
@@ -12,6 +13,7 @@ export function sendRejection(res: ServerResponse, rejection: Rejection): void {
 
 const EXCHANGE = Symbol("leasehold:exchange");
 const END = Symbol("leasehold:end");
+const SOURCE = Symbol("leasehold:source");
 
 /**
  * A response that reports to its exchange. The listeners below are shared
@@ -22,6 +24,8 @@ const END = Symbol("leasehold:end");
 interface Reporting extends ServerResponse {
   [EXCHANGE]: Exchange | undefined;
   [END]: ((...args: unknown[]) => ServerResponse) | undefined;
+  /** The stream last piped into the response (`res.sendFile`, `stream.pipe(res)`), if any. */
+  [SOURCE]: Readable | undefined;
 }
 
 // Every exchange on the response, innermost first: leasehold middlewares may be stacked on one route.
@@ -93,11 +97,31 @@ function finishEndsWork(this: Reporting): void {
   workEnded(this);
 }
 
+function piped(this: Reporting, source: Readable): void {
+  this[SOURCE] = source;
+}
+
+/**
+ * The client left a response that a stream was being piped into: the work
+ * was that stream, and it ends when the stream is closed (`res.sendFile`
+ * destroys its file stream then). Without this, a download cut short held
+ * its permit for the grace and was reported as a lost lease. A source that
+ * is only unpiped, not closed, leaves the grace to decide.
+ */
+function pipeEndsWork(this: Reporting): void {
+  const source = this[SOURCE];
+  if (source === undefined || this.writableFinished) return;
+  if (source.destroyed) workEnded(this);
+  else source.once("close", () => workEnded(this));
+}
+
 /**
  * For frameworks that do not expose the handler's promise (Express): the
  * handler's work is taken to have ended when it ends the response. `end` is
  * wrapped on this response object only (`send`, `json`, `sendFile` and
  * pipes all call it), and `finish` counts too, should something bypass it.
+ * A stream piped into the response that closes after the client left ends
+ * the work as well.
  * Call after {@link watchNodeResponse}, before any await.
  */
 export function reportHandlerEnd(res: ServerResponse, exchange: Exchange): void {
@@ -108,4 +132,7 @@ export function reportHandlerEnd(res: ServerResponse, exchange: Exchange): void 
   reporting[END] = res.end as Reporting[typeof END];
   res.end = reportingEnd as ServerResponse["end"];
   res.on("finish", finishEndsWork);
+  res.on("pipe", piped);
+  // After watchNodeResponse's own `close`: the exchanges have heard of the departure first.
+  res.on("close", pipeEndsWork);
 }

@@ -1,8 +1,17 @@
 import type { ClientInput } from "../client.js";
+import { DISCONNECT_GRACE_MS } from "../defaults.js";
 import { type LeaseLostError, type StoreUnavailableError, ValidationError } from "../errors.js";
 import type { LockOptions } from "../lock.js";
 import type { SemaphoreOptions } from "../semaphore.js";
-import { id as checkId, integerAtLeast, knownOptions, optionalFunction, optionsObject, positiveMs } from "../validate.js";
+import {
+  id as checkId,
+  integerAtLeast,
+  knownOptions,
+  optionalBoolean,
+  optionalFunction,
+  optionsObject,
+  positiveMs,
+} from "../validate.js";
 import type { RejectionContext } from "./problem.js";
 
 /**
@@ -84,6 +93,13 @@ export interface AdmissionOptions<Req, OnRejected = never> {
   heartbeatMs?: number | false;
   /** Sees each failed renewal round trip (not a loss). */
   onRenewError?: (error: unknown) => void;
+  /**
+   * Send the lease's fencing token as a `Lease-Fence` response header, so
+   * the client (or a proxy, or your logs) can see which grant served it.
+   * Set before the handler runs; absent when the request holds no lease.
+   * @default false
+   */
+  exposeFence?: boolean;
 }
 
 /** Adapter options of a semaphore. */
@@ -92,6 +108,31 @@ export interface SemaphoreAdmissionOptions<Req, OnRejected = never> extends Admi
   leaseMs?: number;
   /** Permits one request takes: a number or a function of the request. @default 1 */
   weight?: number | ((request: Req) => number);
+  /**
+   * Who the request is for, when tenants share the id's permits: its lease
+   * counts against the limit and against its tenant's `tenantLimit`, and
+   * queued requests are served tenant by tenant. Returns a non-empty string,
+   * or `undefined` when the request names no tenant: that request is answered
+   * 400 `tenant-missing` with nothing taken (counting it under no tenant would
+   * let it escape every cap; `skip` it to let it through unlimited). Anything
+   * else is a `ValidationError` on the framework's error path. Needs
+   * `tenantLimit`.
+   *
+   * @example
+   * ```ts
+   * semaphore("openai", 20, { tenant: (req) => req.get("x-tenant-id"), tenantLimit: 5 });
+   * ```
+   */
+  tenant?: (request: Req) => string | undefined;
+  /**
+   * The most permits one tenant may hold at once (weights count): a number,
+   * or a function of the tenant (premium tenants get more). At most the
+   * limit. A tenant at its cap is refused with 429 `tenant-full` while the
+   * others are still admitted.
+   */
+  tenantLimit?: number | ((tenant: string) => number);
+  /** The most requests of one tenant waiting on the id (with `waitMs`); one more is refused at once. @default unbounded */
+  tenantMaxQueue?: number;
 }
 
 /** Adapter options of a lock. */
@@ -122,6 +163,14 @@ export interface AdmissionConfig<Req, OnRejected> {
   readonly key: ((request: Req) => string) | undefined;
   readonly skip: ((request: Req) => boolean | PromiseLike<boolean>) | undefined;
   readonly status: number;
+  /** Status of a refusal because the request's tenant is at its cap: `status` when given, else 429. */
+  readonly tenantStatus: number;
+  /** Who a request is for, and its cap (semaphores only; both or neither). */
+  readonly tenant: ((request: Req) => string | undefined) | undefined;
+  readonly tenantLimit: number | ((tenant: string) => number) | undefined;
+  readonly tenantMaxQueue: number | undefined;
+  /** Send `Lease-Fence` on admitted responses. */
+  readonly exposeFence: boolean;
   readonly retryAfter: number | ((refusal: RejectionContext) => number) | undefined;
   readonly onRejected: OnRejected | undefined;
   readonly failOpen: boolean;
@@ -136,7 +185,6 @@ export interface AdmissionConfig<Req, OnRejected> {
 }
 
 /** How long a handler may work on after its client left, by default. */
-const DEFAULT_DISCONNECT_GRACE_MS = 5_000;
 
 /** Options passed through to the engine primitive as they are; it validates them itself, at creation. */
 const ENGINE_OPTIONS = [
@@ -161,9 +209,10 @@ const ADAPTER_OPTIONS = [
   "onStoreUnavailable",
   "onLeaseLost",
   "disconnectGraceMs",
+  "exposeFence",
 ] as const satisfies readonly (keyof AdmissionOptions<unknown>)[];
 
-const SEMAPHORE_OPTIONS = [...ADAPTER_OPTIONS, "leaseMs", "weight"] as const;
+const SEMAPHORE_OPTIONS = [...ADAPTER_OPTIONS, "leaseMs", "weight", "tenant", "tenantLimit", "tenantMaxQueue"] as const;
 const LOCK_OPTIONS = [...ADAPTER_OPTIONS, "ttlMs"] as const;
 
 /** The given values of `names`, leaving out those not given (an `undefined` is not passed on as a value). */
@@ -201,6 +250,62 @@ function checkStatus(value: number | undefined, kind: "semaphore" | "lock"): num
     "status",
     `\`status\` must be an HTTP error status from 400 to 599 (e.g. 429 for a per-tenant quota), got ${String(value)}.`,
   );
+}
+
+/** The tenant options of a semaphore route, checked together: a tenant needs a cap, a cap needs a tenant. */
+interface TenantConfig<Req> {
+  tenant: ((request: Req) => string | undefined) | undefined;
+  tenantLimit: number | ((tenant: string) => number) | undefined;
+  tenantMaxQueue: number | undefined;
+}
+
+const NO_TENANTS: TenantConfig<unknown> = { tenant: undefined, tenantLimit: undefined, tenantMaxQueue: undefined };
+
+function checkTenants<Req>(
+  options: SemaphoreAdmissionOptions<Req, unknown>,
+  limit: number | ((request: Req) => number),
+  weight: number | ((request: Req) => number),
+): TenantConfig<Req> {
+  const tenant = optionalFunction<(request: Req) => string | undefined>("tenant", options.tenant);
+  const { tenantLimit, tenantMaxQueue } = options;
+  if (tenant === undefined) {
+    if (tenantLimit === undefined && tenantMaxQueue === undefined) return NO_TENANTS;
+    const option = tenantLimit !== undefined ? "tenantLimit" : "tenantMaxQueue";
+    throw new ValidationError(
+      "tenant",
+      `\`${option}\` was given without \`tenant\`: pass a function naming each request's tenant, e.g. tenant: (req) => req.user.tenantId, or drop ${option}.`,
+    );
+  }
+  if (tenantLimit === undefined) {
+    throw new ValidationError(
+      "tenantLimit",
+      "`tenant` needs `tenantLimit`, the most permits one tenant may hold at once: a number (tenantLimit: 5) or a function of the tenant.",
+    );
+  }
+  if (typeof tenantLimit !== "function") {
+    integerAtLeast("tenantLimit", tenantLimit, 1, "Pass the most permits one tenant may hold at once, e.g. tenantLimit: 5.");
+    if (typeof limit === "number" && tenantLimit > limit) {
+      throw new ValidationError(
+        "tenantLimit",
+        `\`tenantLimit\` ${tenantLimit} is above the limit ${limit}: one tenant cannot hold more than all of them. Lower tenantLimit to ${limit} or less.`,
+      );
+    }
+    if (typeof weight === "number" && weight > tenantLimit) {
+      throw new ValidationError(
+        "weight",
+        `\`weight\` ${weight} is above \`tenantLimit\` ${tenantLimit}: no request could ever be admitted. Lower the weight or raise tenantLimit.`,
+      );
+    }
+  }
+  if (tenantMaxQueue !== undefined) {
+    integerAtLeast(
+      "tenantMaxQueue",
+      tenantMaxQueue,
+      1,
+      "Pass the most requests of one tenant that may wait, e.g. tenantMaxQueue: 10.",
+    );
+  }
+  return { tenant, tenantLimit, tenantMaxQueue };
 }
 
 function checkRetryAfter<F>(value: number | F | undefined): number | F | undefined {
@@ -244,6 +349,7 @@ export function parseAdmissionOptions<Req, OnRejected>(
 
   let limit: number | ((request: Req) => number) = 1;
   let weight: number | ((request: Req) => number) = 1;
+  let tenants: TenantConfig<Req> = NO_TENANTS;
   let engine: EngineConfig;
   if (route.kind === "semaphore") {
     limit = route.limit;
@@ -253,6 +359,7 @@ export function parseAdmissionOptions<Req, OnRejected>(
     const semaphoreOptions = route.options ?? {};
     weight = semaphoreOptions.weight ?? 1;
     if (typeof weight !== "function") integerAtLeast("weight", weight, 1, "Pass how many permits one request takes.");
+    tenants = checkTenants(semaphoreOptions, limit, weight);
     const leaseMs = given(semaphoreOptions, ["leaseMs"] as const);
     // A limit function is asked per request; the primitive's own limit is then only a default.
     engine = {
@@ -264,14 +371,19 @@ export function parseAdmissionOptions<Req, OnRejected>(
   }
 
   const waits = typeof options.waitMs === "number" && options.waitMs > 0;
+  const status = checkStatus(options.status, route.kind);
   return {
     kind: route.kind,
     name,
     limit,
     weight,
+    ...tenants,
+    exposeFence: optionalBoolean("exposeFence", options.exposeFence) ?? false,
     key: optionalFunction<(request: Req) => string>("key", options.key),
     skip: optionalFunction<(request: Req) => boolean | PromiseLike<boolean>>("skip", options.skip),
-    status: checkStatus(options.status, route.kind),
+    status,
+    // A tenant at its cap is over its own quota, not facing an overloaded service.
+    tenantStatus: options.status === undefined ? 429 : status,
     retryAfter: checkRetryAfter(options.retryAfter),
     onRejected: optionalFunction<OnRejected>("onRejected", options.onRejected),
     failOpen: checkOnStoreError(options.onStoreError),
@@ -282,7 +394,7 @@ export function parseAdmissionOptions<Req, OnRejected>(
     onLeaseLost: optionalFunction<(error: LeaseLostError, request: Req) => void>("onLeaseLost", options.onLeaseLost),
     disconnectGraceMs:
       options.disconnectGraceMs === undefined
-        ? DEFAULT_DISCONNECT_GRACE_MS
+        ? DISCONNECT_GRACE_MS
         : positiveMs(
             "disconnectGraceMs",
             options.disconnectGraceMs,

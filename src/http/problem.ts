@@ -1,4 +1,4 @@
-import type { LeaseLostError, NotAcquiredReason } from "../errors.js";
+import { type LeaseLostError, type NotAcquiredReason, ShutdownError } from "../errors.js";
 
 /**
  * Why a request was not admitted (or lost its admission).
@@ -10,7 +10,14 @@ import type { LeaseLostError, NotAcquiredReason } from "../errors.js";
  * };
  * ```
  */
-export type RejectionReason = "semaphore-full" | "lock-held" | "store-unavailable" | "lease-lost";
+export type RejectionReason =
+  | "semaphore-full"
+  | "tenant-full"
+  | "tenant-missing"
+  | "lock-held"
+  | "store-unavailable"
+  | "lease-lost"
+  | "shutting-down";
 
 /**
  * The `application/problem+json` body (RFC 9457) leasehold answers with,
@@ -29,10 +36,16 @@ export interface ProblemDetails {
   detail: string;
   /** The lease id the request asked for, e.g. `"openai:tenant-a"`. */
   key: string;
-  /** The limit of that id (1 for a lock). */
+  /**
+   * The limit the request met: that id's (1 for a lock), or for
+   * `tenant-full` its tenant's `tenantLimit`. A tenant never sees the
+   * figures of the id's other tenants.
+   */
   limit: number;
   /** Seconds until a retry is likely to succeed, as in the Retry-After header. */
   retryAfter: number;
+  /** For `tenant-full`: the request's own tenant. */
+  tenant?: string;
   /** For `store-unavailable`: the kind of store that failed. */
   store?: string;
 }
@@ -52,10 +65,12 @@ export interface RejectionContext {
   status: number;
   /** The lease id the request asked for. */
   key: string;
-  /** The limit of that id (1 for a lock). */
+  /** The limit the request met: that id's (1 for a lock), or for `tenant-full` its tenant's `tenantLimit`. */
   limit: number;
   /** Whole seconds until a retry is likely to succeed, at least 1. */
   retryAfter: number;
+  /** The request's tenant, when its route names one (`tenant` option). */
+  tenant?: string | undefined;
   /** The engine error behind it (`SemaphoreNotAcquiredError`, `LockNotAcquiredError`, `StoreUnavailableError`, a LeaseLost error). */
   error: Error;
 }
@@ -75,9 +90,9 @@ export interface RejectionContext {
 export interface Rejection {
   reason: RejectionReason;
   status: number;
-  /** Whole seconds, at least 1. */
+  /** Whole seconds, at least 1; 0 for `tenant-missing`, which a retry does not cure. */
   retryAfter: number;
-  /** `Retry-After` and `Content-Type`. */
+  /** `Retry-After` (not for `tenant-missing`) and `Content-Type`. */
   headers: Record<string, string>;
   problem: ProblemDetails;
   /** The engine error behind it (`SemaphoreNotAcquiredError`, `LockNotAcquiredError`, `StoreUnavailableError`, a LeaseLost error). */
@@ -86,9 +101,12 @@ export interface Rejection {
 
 const TITLES: Record<RejectionReason, string> = {
   "semaphore-full": "Too many concurrent requests",
+  "tenant-full": "Too many concurrent requests for this tenant",
+  "tenant-missing": "The request names no tenant",
   "lock-held": "Resource is locked",
   "store-unavailable": "Concurrency limiter unavailable",
   "lease-lost": "Concurrency permit lost",
+  "shutting-down": "Shutting down",
 };
 
 /**
@@ -101,9 +119,12 @@ const TITLES: Record<RejectionReason, string> = {
  */
 export const PROBLEM_TYPES: Record<RejectionReason, string> = {
   "semaphore-full": "urn:leasehold:problem:semaphore-full",
+  "tenant-full": "urn:leasehold:problem:tenant-full",
+  "tenant-missing": "urn:leasehold:problem:tenant-missing",
   "lock-held": "urn:leasehold:problem:lock-held",
   "store-unavailable": "urn:leasehold:problem:store-unavailable",
   "lease-lost": "urn:leasehold:problem:lease-lost",
+  "shutting-down": "urn:leasehold:problem:shutting-down",
 };
 
 /** Everything a rejection is made of: its context, the sentence that explains it, and the failed store's kind. */
@@ -116,6 +137,8 @@ export interface RejectionParts extends RejectionContext {
 export function rejection(parts: RejectionParts): Rejection {
   const { reason, status, key, limit, retryAfter, detail, error, store } = parts;
   const problem: ProblemDetails = { type: PROBLEM_TYPES[reason], title: TITLES[reason], status, detail, key, limit, retryAfter };
+  // Only its own tenant's name, and only where the refusal is about that tenant.
+  if (reason === "tenant-full" && parts.tenant !== undefined) problem.tenant = parts.tenant;
   if (store !== undefined) problem.store = store;
   return {
     reason,
@@ -147,13 +170,66 @@ export function refusalDetail(
     : `"${key}" is locked by another request${after(reason)}; retry after ${retryAfter} s.`;
 }
 
+/**
+ * The sentence of a refusal because the request's tenant holds its cap: its
+ * own figures only, never the id's other tenants' or the id's total.
+ */
+export function tenantFullDetail(key: string, tenant: string, tenantLimit: number, weight: number, retryAfter: number): string {
+  const held =
+    weight === 1
+      ? `All ${tenantLimit} permits of tenant "${tenant}" on "${key}" are in use`
+      : `Tenant "${tenant}" has fewer than ${weight} of its ${tenantLimit} permits on "${key}" free`;
+  return `${held}; retry after ${retryAfter} s.`;
+}
+
+/**
+ * The answer to a request whose route shares permits by tenant when its
+ * `tenant` function found none (a missing header, say): 400, nothing taken.
+ * Counting it under no tenant would let it escape every tenant's cap.
+ */
+export function tenantMissingRejection(error: Error, key: string, limit: number): Rejection {
+  const built = rejection({
+    reason: "tenant-missing",
+    status: 400,
+    key,
+    limit,
+    retryAfter: 0,
+    detail: `The request names no tenant, and "${key}" shares its permits by tenant; send the tenant, or skip such requests with skip().`,
+    error,
+  });
+  // Retrying the same request will not help: no Retry-After.
+  built.headers = { "Content-Type": "application/problem+json" };
+  return built;
+}
+
 /** The sentence of a refusal because the store could not be reached. */
 export function storeDownDetail(store: string, key: string): string {
   return `The ${store} store behind "${key}" could not be reached, so the request was refused rather than admitted without a limit.`;
 }
 
-/** The answer to a request whose lease was lost before its response started. */
+/**
+ * The answer to a request the middleware will not admit because it is
+ * closing (`close()`, a NestJS app shutting down): 503, so that a load
+ * balancer or client retries elsewhere.
+ */
+export function shuttingDownRejection(error: Error, key: string, limit: number): Rejection {
+  return rejection({
+    reason: "shutting-down",
+    status: 503,
+    key,
+    limit,
+    retryAfter: 1,
+    detail: `This server is shutting down and admits no more requests to "${key}"; retry, another instance will answer.`,
+    error,
+  });
+}
+
+/**
+ * The answer to a request whose lease was lost before its response started;
+ * taken back at the end of a shutdown's grace, it is answered as shutting down.
+ */
 export function leaseLostRejection(error: LeaseLostError, key: string, limit: number): Rejection {
+  if (error.cause instanceof ShutdownError) return shuttingDownRejection(error, key, limit);
   return rejection({
     reason: "lease-lost",
     status: 503,

@@ -32,17 +32,20 @@ export class RetryAfterEstimate {
 
   /**
    * Whole seconds until a retry is likely to succeed, at least 1. Refused
-   * outright: the typical hold (the id's, as every process on the store
-   * recorded it; else this route's, as this process saw it; else 1 s),
-   * capped by the nearest lease expiry (the latest a permit can stay taken).
-   * Refused after queueing or with the queue full: the typical wait of those
-   * admitted from the queue, when there is one.
+   * outright (every permit, or every permit of the caller's tenant, taken):
+   * the typical hold (the id's, as every process on the store recorded it;
+   * else this route's, as this process saw it; else 1 s), capped by the
+   * nearest lease expiry (the latest a permit can stay taken). Refused after
+   * queueing or with the queue full: the typical wait of those admitted from
+   * the queue, when there is one.
    */
   seconds(refusal: SemaphoreNotAcquiredError | LockNotAcquiredError): number {
     const waits = this.#waits.value;
     const typical = refusal.holdMs ?? this.#holds.value ?? RETRY_AFTER_DEFAULT_MS;
     const hold = Math.min(typical, refusal.expiresInMs);
-    const ms = refusal.reason !== "full" && waits !== undefined ? Math.max(waits, 1) : hold;
+    // A tenant at its cap was refused outright too, on its own holders' expiry.
+    const outright = refusal.reason === "full" || refusal.reason === "tenant-full";
+    const ms = !outright && waits !== undefined ? Math.max(waits, 1) : hold;
     return Math.max(1, Math.ceil(ms / 1000));
   }
 }

@@ -31,11 +31,11 @@ export type RedisClient = IoredisLikeClient | NodeRedisLikeClient;
 /** Which library, and whether a single connection or a cluster. iovalkey counts as ioredis. */
 export type ClientKind = "ioredis" | "ioredis-cluster" | "node-redis" | "node-redis-cluster";
 
-/** A pub/sub connection the store subscribes channels on; `close()` ends it. */
+/** A pub/sub connection the store subscribes channels on; `close()` ends it, resolving once it has ended. */
 export interface Subscriber {
   subscribe(channel: string): Promise<unknown>;
   unsubscribe(channel: string): Promise<unknown>;
-  close(): void;
+  close(): Promise<void>;
 }
 
 type Arg = string | number;
@@ -114,7 +114,12 @@ class IoredisClient implements ScriptClient {
     return {
       subscribe: (channel) => (connection.subscribe as (c: string) => Promise<unknown>)(channel),
       unsubscribe: (channel) => (connection.unsubscribe as (c: string) => Promise<unknown>)(channel),
-      close: () => (connection.disconnect as () => void)(),
+      close: () =>
+        new Promise<void>((resolve) => {
+          if (connection.status === "end") return resolve();
+          connection.on("end", () => resolve());
+          (connection.disconnect as () => void)();
+        }),
     };
   }
 }
@@ -240,7 +245,7 @@ class NodeRedisClient implements ScriptClient {
           return opening === undefined ? subscribe(channel) : opening.then(() => subscribe(channel));
         },
         unsubscribe: (channel) => (cluster.unsubscribe as Subscribe)(channel, listener),
-        close: ignore,
+        close: () => Promise.resolve(),
       };
     }
     if (!fn(this.raw, "duplicate")) return undefined;
@@ -250,9 +255,9 @@ class NodeRedisClient implements ScriptClient {
     return {
       subscribe: (channel) => (connection.subscribe as Subscribe)(channel, listener),
       unsubscribe: (channel) => (connection.unsubscribe as Subscribe)(channel, listener),
-      close: () => {
+      close: async () => {
         const end = fn(connection, "destroy") ? connection.destroy : connection.disconnect;
-        Promise.resolve((end as () => unknown).call(connection)).catch(ignore);
+        await Promise.resolve((end as () => unknown).call(connection)).catch(ignore);
       },
     };
   }

@@ -1,3 +1,5 @@
+import { WAITER_LEASE_MS } from "../defaults.js";
+import { ShutdownError } from "../errors.js";
 import { knownOptions, optionsObject, positiveMs } from "../validate.js";
 import { foldHold, type HoldRecord, holdKeptUntil, holdMsOf } from "./hold.js";
 import type {
@@ -126,8 +128,6 @@ const newQueue = (): Queue => ({
   virtual: 0,
   earliest: Number.POSITIVE_INFINITY,
 });
-
-const DEFAULT_WAITER_LEASE_MS = 5000;
 
 // ---- holders (lua/lib/holders.lua) ----
 
@@ -309,18 +309,51 @@ type Kind = "semaphore" | "lock";
  * between requests would otherwise be rebuilt, with a timer, on every request.
  * The Store methods are the synchronous cores wrapped in a promise.
  */
-class MemoryStore implements LocalStore {
+class EmbeddedStore implements LocalStore {
   readonly kind = "memory";
   readonly #semaphores = new Map<string, SemaphoreState>();
   readonly #locks = new Map<string, LockState>();
   readonly #watchers = new Map<string, Set<(grant: Grant) => void>>();
+  #closing: Promise<void> | undefined;
 
   constructor(
     readonly waiterLeaseMs: number,
     readonly clock: MemoryClock,
-  ) {}
+  ) {
+    // A wrapper made with Object.create(store) calls the methods it does not override with itself as
+    // `this`, which has none of the #private state: they are bound to the store once, here.
+    const self = this as unknown as Record<string, unknown>;
+    for (const name of Object.getOwnPropertyNames(EmbeddedStore.prototype)) {
+      const method = self[name];
+      if (name !== "constructor" && typeof method === "function") self[name] = method.bind(this);
+    }
+  }
 
   // ---- the Store contract ----
+
+  /**
+   * Drops every id and its timer; from then on acquires, reads and refreshes
+   * are refused with `ShutdownError`, while an extend or release answers as
+   * for a lease nobody holds (nothing is held any more).
+   */
+  close(): Promise<void> {
+    if (this.#closing === undefined) {
+      for (const state of [...this.#semaphores.values(), ...this.#locks.values()]) {
+        if (state.cleanup !== undefined) this.clock.clearTimeout(state.cleanup);
+        state.cleanup = undefined;
+      }
+      this.#semaphores.clear();
+      this.#locks.clear();
+      this.#watchers.clear();
+      this.#closing = Promise.resolve();
+    }
+    return this.#closing;
+  }
+
+  /** Throws once closed: for every call that would take, read or keep a place. */
+  #refuse(): void {
+    if (this.#closing !== undefined) throw new ShutdownError(this.kind);
+  }
 
   async semaphoreAcquire(
     key: string,
@@ -347,6 +380,7 @@ class MemoryStore implements LocalStore {
   }
 
   async semaphoreStats(key: string, tenant?: string): Promise<SemaphoreFigures> {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#semaphores.get(key);
     if (state === undefined)
@@ -371,6 +405,7 @@ class MemoryStore implements LocalStore {
   }
 
   async semaphoreInspect(key: string): Promise<Inspection> {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#semaphores.get(key);
     if (state === undefined) return { holders: [], waiters: [] };
@@ -387,6 +422,7 @@ class MemoryStore implements LocalStore {
   }
 
   async semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#semaphores.get(key);
     if (state === undefined) return { statuses: tokens.map(() => "gone"), fences: tokens.map(() => 0), retryAfterMs: 1 };
@@ -417,6 +453,7 @@ class MemoryStore implements LocalStore {
   }
 
   async lockStats(key: string): Promise<LockStats> {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#locks.get(key);
     if (state?.token === undefined || state.expiresAt <= now) return { held: false, expiresInMs: 0 };
@@ -424,6 +461,7 @@ class MemoryStore implements LocalStore {
   }
 
   async lockInspect(key: string): Promise<Inspection> {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#locks.get(key);
     if (state === undefined) return { holders: [], waiters: [] };
@@ -439,6 +477,7 @@ class MemoryStore implements LocalStore {
   }
 
   async lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#locks.get(key);
     if (state === undefined) return { statuses: tokens.map(() => "gone"), fences: tokens.map(() => 0), retryAfterMs: 1 };
@@ -454,6 +493,7 @@ class MemoryStore implements LocalStore {
   }
 
   async watch(key: string, onGrant: (grant: Grant) => void): Promise<() => void> {
+    this.#refuse();
     let listeners = this.#watchers.get(key);
     if (listeners === undefined) {
       listeners = new Set();
@@ -598,6 +638,7 @@ class MemoryStore implements LocalStore {
     local: LocalJoin | undefined,
     tenantCall?: TenantOptions,
   ): AcquireReply {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#semaphore(key);
     holdersPrune(state, now);
@@ -684,6 +725,7 @@ class MemoryStore implements LocalStore {
     queue: QueueOptions | undefined,
     local: LocalJoin | undefined,
   ): AcquireReply {
+    this.#refuse();
     const now = this.clock.now();
     const state = this.#lock(key);
     this.#settleLock(key, state, now);
@@ -949,7 +991,7 @@ function inspectQueue(queue: Queue, now: number): Inspection["waiters"] {
  * const slots = semaphore({ client: memoryStore(), limit: 4 });
  * ```
  */
-export function memoryStore(options: MemoryStoreOptions = {}): Store {
+export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   return createMemoryStore(options, processClock);
 }
 
@@ -957,12 +999,12 @@ export function memoryStore(options: MemoryStoreOptions = {}): Store {
 export function createMemoryStore(
   options: MemoryStoreOptions,
   clock: MemoryClock,
-): Store & { debugIds: MemoryStore["debugIds"] } {
+): MemoryStore & { debugIds: EmbeddedStore["debugIds"] } {
   const given = optionsObject(options, "memoryStore");
   knownOptions(given, ["waiterLeaseMs"], "memoryStore");
-  return new MemoryStore(
+  return new EmbeddedStore(
     given.waiterLeaseMs === undefined
-      ? DEFAULT_WAITER_LEASE_MS
+      ? WAITER_LEASE_MS
       : positiveMs(
           "waiterLeaseMs",
           given.waiterLeaseMs,
@@ -970,6 +1012,27 @@ export function createMemoryStore(
         ),
     clock,
   );
+}
+
+/**
+ * The embedded store {@link memoryStore} makes.
+ *
+ * @example
+ * ```ts
+ * const store: MemoryStore = memoryStore();
+ * await store.close();
+ * ```
+ */
+export interface MemoryStore extends Store {
+  readonly kind: "memory";
+  /**
+   * Drops every id the store keeps and its timer (none keeps the process
+   * alive even before); every later acquire, read or refresh is refused with
+   * `ShutdownError`, and an extend or release answers as for a lease nobody
+   * holds. Close the semaphores and locks made on it first. A second call
+   * returns the same promise.
+   */
+  close(): Promise<void>;
 }
 
 /** Options of {@link memoryStore}. */
@@ -983,9 +1046,12 @@ export interface MemoryStoreOptions {
   waiterLeaseMs?: number;
 }
 
-/** True for the embedded store (not for wrappers around it): the engine may call it at once. */
+/**
+ * True for the embedded store itself, not for a wrapper made with `Object.create(store)` (whose
+ * overrides must be called): only then may the engine call its synchronous cores at once.
+ */
 export function isMemoryStore(store: Store): store is LocalStore {
-  return store instanceof MemoryStore;
+  return Object.getPrototypeOf(store) === EmbeddedStore.prototype;
 }
 
 let shared: Store | undefined;

@@ -1,8 +1,10 @@
-import { StoreUnavailableError, ValidationError } from "../errors.js";
+import { STORE_TIMEOUT_MS, WAITER_LEASE_MS } from "../defaults.js";
+import { ShutdownError, StoreUnavailableError, ValidationError } from "../errors.js";
 import { knownOptions, optionsObject, positiveMs } from "../validate.js";
 import { ACCEPTED_CLIENTS, isRedisClient, type RedisClient, type Subscriber, scriptClient } from "./clients.js";
 import { Coalescer } from "./coalesce.js";
 import { scripts } from "./lua.generated.js";
+import { permissionError } from "./permissions.js";
 import type {
   AcquireReply,
   Grant,
@@ -46,6 +48,21 @@ export interface RedisStore extends Store {
   readonly timeoutMs: number;
   readonly waiterLeaseMs: number;
   readonly client: RedisClient;
+  /**
+   * Closes the connection the store opened for itself (the subscriber that
+   * waiting uses, a duplicate of your client) and its timers; every later
+   * call is refused with `ShutdownError`. Your client is left open: quit it
+   * yourself. Close the semaphores and locks made on the store first: their
+   * leases are released through it. A second call returns the same promise.
+   *
+   * @example
+   * ```ts
+   * await slots.close();
+   * await store.close();
+   * await redis.quit();
+   * ```
+   */
+  close(): Promise<void>;
 }
 
 /**
@@ -56,10 +73,15 @@ export interface RedisStore extends Store {
 async function runScript(client: RedisClient, script: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
   const calls = scriptClient(client);
   try {
-    return await calls.evalsha(script.sha, keys, args);
+    try {
+      return await calls.evalsha(script.sha, keys, args);
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error;
+      return await calls.eval(script.source, keys, args);
+    }
   } catch (error) {
-    if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error;
-    return calls.eval(script.source, keys, args);
+    // An ACL that lacks a permission: say which, and how to grant it, rather than "failed".
+    throw permissionError(error, script, keys[0]) ?? error;
   }
 }
 
@@ -186,7 +208,10 @@ function inspection(reply: unknown, script: Script): Inspection {
 }
 
 function unexpected(reply: unknown, script: Script): Error {
-  return new Error(`unexpected reply ${JSON.stringify(reply)} from ${script.name}`);
+  const error = new Error(`unexpected reply ${JSON.stringify(reply)} from ${script.name}`);
+  // The server answered, wrongly: not a sign that it is unreachable (see src/breaker.ts).
+  error.name = "UnexpectedReply";
+  return error;
 }
 
 /**
@@ -199,6 +224,12 @@ const semaphoreKeys = (key: string): string[] => [key, `${key}:m`, `${key}:q`, `
 const lockKeys = (key: string): string[] => [key, `${key}:m`, `${key}:q`, `${key}:qe`];
 /** A fast path's keys: the holders, and the tenants' permits when one of the tokens has a tenant. */
 const fastKeys = (key: string, tenanted: boolean): string[] => (tenanted ? [key, `${key}:t`] : [key]);
+/**
+ * Whether a fast call must declare the tenants' index: the id is remembered as having tenants, or
+ * one of its tokens has one (the memory of ids is bounded and starts over: a tenant lease released
+ * without the index would leave its tenant counting permits nobody holds).
+ */
+const withTenant = (items: readonly { token: string }[]): boolean => items.some((item) => item.token.includes("@"));
 /** Where grants on a key are announced (the scripts derive the same name). */
 const channelOf = (key: string): string => `${key}:ch`;
 
@@ -227,6 +258,9 @@ class RedisLeaseStore implements RedisStore {
   #subscriber: Subscriber | undefined;
   readonly #channels = new Map<string, { listeners: Set<(grant: Grant) => void>; ready: Promise<unknown> }>();
   #idle: NodeJS.Timeout | undefined;
+  // Plain fields, not #private (see `scripts`): every call checks them.
+  private closed = false;
+  private closing: Promise<void> | undefined;
   // A plain field, not #private: wrappers made with Object.create(store) must keep working.
   private readonly scripts: Scripts;
   /**
@@ -255,11 +289,11 @@ class RedisLeaseStore implements RedisStore {
     this.takes = new Coalescer(COALESCE_FROM, async (key, calls) => {
       const script = this.scripts.semaphoreTake;
       const args = calls.flatMap((call) => [call.token, call.limit, call.weight, call.leaseMs, call.tenantLimit]);
-      const reply = await runScript(this.client, script, fastKeys(key, this.tenanted.has(key)), args);
+      const reply = await this.run(script, fastKeys(key, this.tenanted.has(key) || withTenant(calls)), args);
       if (Array.isArray(reply) && reply.length === 1 && reply[0] === -2) {
         // Tenants hold on this id: declare their index from now on, and ask again.
         this.#remember(this.tenanted, key);
-        return takeAnswers(await runScript(this.client, script, fastKeys(key, true), args), calls.length, script);
+        return takeAnswers(await this.run(script, fastKeys(key, true), args), calls.length, script);
       }
       const replies = takeAnswers(reply, calls.length, script);
       this.#contention(key, replies[0] === undefined);
@@ -269,7 +303,7 @@ class RedisLeaseStore implements RedisStore {
       const script = this.scripts.semaphoreReturn;
       const args = leases.flatMap((lease) => [lease.token, lease.weight, lease.heldMs]);
       const replies = perItem(
-        await runScript(this.client, script, fastKeys(key, this.tenanted.has(key)), args),
+        await this.run(script, fastKeys(key, this.tenanted.has(key) || withTenant(leases)), args),
         leases.length,
         isFlagNumber,
         script,
@@ -280,8 +314,34 @@ class RedisLeaseStore implements RedisStore {
     this.extends = new Coalescer(COALESCE_FROM, async (key, renewals) => {
       const script = this.scripts.semaphoreExtend;
       const args = renewals.flatMap((renewal) => [renewal.token, renewal.leaseMs, renewal.weight]);
-      return perItem(await runScript(this.client, script, [key], args), renewals.length, isFlagNumber, script);
+      return perItem(await this.run(script, [key], args), renewals.length, isFlagNumber, script);
     });
+  }
+
+  /** Every script call of the store: refused once it is closed. */
+  private run(script: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
+    if (this.closed) return Promise.reject(new ShutdownError(this.kind));
+    return runScript(this.client, script, keys, args);
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.#close();
+    return this.closing;
+  }
+
+  async #close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.#idle);
+    const subscriber = this.#subscriber;
+    this.#subscriber = undefined;
+    const channels = [...this.#channels.keys()];
+    this.#channels.clear();
+    if (subscriber === undefined) return;
+    // A cluster's subscriptions live on your client (node-redis): leave them before letting go.
+    const leaving = Promise.all(channels.map((channel) => subscriber.unsubscribe(channel).catch(() => {})));
+    await withTimeout(leaving, this.timeoutMs).catch(() => {});
+    // Resolved once the connection has ended (at most a timeout later: it is ended either way).
+    await withTimeout(subscriber.close(), this.timeoutMs).catch(() => {});
   }
 
   #contention(key: string, contended: boolean): void {
@@ -327,7 +387,7 @@ class RedisLeaseStore implements RedisStore {
       tenant?.limit ?? 0,
       tenant?.maxQueue ?? 0,
     ];
-    const raw = await runScript(this.client, script, semaphoreKeys(key), args);
+    const raw = await this.run(script, semaphoreKeys(key), args);
     const reply = acquireReply(raw, script, 4);
     this.#contention(key, (raw as unknown[])[2] === 1);
     return reply;
@@ -346,7 +406,7 @@ class RedisLeaseStore implements RedisStore {
       if (returned !== undefined) return returned === 1;
     }
     const script = this.scripts.semaphoreRelease;
-    const reply = await runScript(this.client, script, semaphoreKeys(key), [token, weight ?? 0, held]);
+    const reply = await this.run(script, semaphoreKeys(key), [token, weight ?? 0, held]);
     if (Array.isArray(reply) && (reply.length === 2 || reply.length === 3) && (reply[1] === 0 || reply[1] === 1)) {
       this.#contention(key, reply[1] === 1);
       if (typeof reply[2] === "string") this.#announced(key, reply[2]);
@@ -356,14 +416,14 @@ class RedisLeaseStore implements RedisStore {
   }
 
   async semaphoreCount(key: string): Promise<number> {
-    const reply = await runScript(this.client, this.scripts.semaphoreCount, [key], []);
+    const reply = await this.run(this.scripts.semaphoreCount, [key], []);
     if (typeof reply === "number" && Number.isInteger(reply) && reply >= 0) return reply;
     throw unexpected(reply, this.scripts.semaphoreCount);
   }
 
   async semaphoreStats(key: string, tenant?: string): Promise<SemaphoreFigures> {
     const script = this.scripts.semaphoreStats;
-    const reply = await runScript(this.client, script, semaphoreKeys(key), tenant === undefined ? [] : [tenant]);
+    const reply = await this.run(script, semaphoreKeys(key), tenant === undefined ? [] : [tenant]);
     const length = tenant === undefined ? 4 : 3;
     if (Array.isArray(reply) && reply.length === length && reply.every((n) => Number.isInteger(n) && n >= 0)) {
       const [used, holders, waiting, tenants] = reply as number[];
@@ -379,7 +439,7 @@ class RedisLeaseStore implements RedisStore {
 
   async lockStats(key: string): Promise<LockStats> {
     const script = this.scripts.lockStats;
-    const reply = await runScript(this.client, script, [key], []);
+    const reply = await this.run(script, [key], []);
     if (Array.isArray(reply) && reply.length === 2 && (reply[0] === 0 || reply[0] === 1) && Number.isInteger(reply[1])) {
       return { held: reply[0] === 1, expiresInMs: reply[1] as number };
     }
@@ -388,47 +448,47 @@ class RedisLeaseStore implements RedisStore {
 
   async semaphoreInspect(key: string): Promise<Inspection> {
     const script = this.scripts.semaphoreInspect;
-    return inspection(await runScript(this.client, script, semaphoreKeys(key), []), script);
+    return inspection(await this.run(script, semaphoreKeys(key), []), script);
   }
 
   async lockInspect(key: string): Promise<Inspection> {
     const script = this.scripts.lockInspect;
-    return inspection(await runScript(this.client, script, lockKeys(key), []), script);
+    return inspection(await this.run(script, lockKeys(key), []), script);
   }
 
   async semaphoreLeave(key: string, token: string): Promise<void> {
-    await runScript(this.client, this.scripts.semaphoreLeave, semaphoreKeys(key), [token]);
+    await this.run(this.scripts.semaphoreLeave, semaphoreKeys(key), [token]);
   }
 
   async semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
     const script = this.scripts.semaphoreRefreshWaiters;
-    return refreshed(await runScript(this.client, script, semaphoreKeys(key), [claimMs, ...tokens]), tokens.length, script);
+    return refreshed(await this.run(script, semaphoreKeys(key), [claimMs, ...tokens]), tokens.length, script);
   }
 
   async lockAcquire(key: string, token: string, ttlMs: number, queue?: QueueOptions): Promise<AcquireReply> {
     const script = this.scripts.lockAcquire;
     const args = [token, ttlMs, queue?.claimMs ?? 0, queue?.maxQueue ?? 0];
-    return acquireReply(await runScript(this.client, script, lockKeys(key), args), script, 3);
+    return acquireReply(await this.run(script, lockKeys(key), args), script, 3);
   }
 
   async lockExtend(key: string, token: string, ttlMs: number): Promise<boolean> {
     const script = this.scripts.lockExtend;
-    return flag(await runScript(this.client, script, [key], [token, ttlMs]), script);
+    return flag(await this.run(script, [key], [token, ttlMs]), script);
   }
 
   async lockRelease(key: string, token: string, heldMs?: number): Promise<boolean> {
     const script = this.scripts.lockRelease;
     const held = heldArgument(heldMs);
-    return this.#released(await runScript(this.client, script, lockKeys(key), [token, held]), key, script);
+    return this.#released(await this.run(script, lockKeys(key), [token, held]), key, script);
   }
 
   async lockLeave(key: string, token: string): Promise<void> {
-    await runScript(this.client, this.scripts.lockLeave, lockKeys(key), [token]);
+    await this.run(this.scripts.lockLeave, lockKeys(key), [token]);
   }
 
   async lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
     const script = this.scripts.lockRefreshWaiters;
-    return refreshed(await runScript(this.client, script, lockKeys(key), [claimMs, ...tokens]), tokens.length, script);
+    return refreshed(await this.run(script, lockKeys(key), [claimMs, ...tokens]), tokens.length, script);
   }
 
   /**
@@ -437,6 +497,7 @@ class RedisLeaseStore implements RedisStore {
    * connection is closed a second after the last one leaves.
    */
   async watch(key: string, onGrant: (grant: Grant) => void): Promise<() => void> {
+    if (this.closed) throw new ShutdownError(this.kind);
     const subscriber = this.#connect();
     if (subscriber === undefined) return () => {};
     const channel = channelOf(key);
@@ -458,7 +519,7 @@ class RedisLeaseStore implements RedisStore {
       await withTimeout(current.ready, this.timeoutMs);
     } catch (error) {
       stop();
-      throw error;
+      throw permissionError(error, undefined, key) ?? error;
     }
     return stop;
   }
@@ -506,7 +567,7 @@ class RedisLeaseStore implements RedisStore {
     clearTimeout(this.#idle);
     this.#idle = setTimeout(() => {
       if (this.#channels.size > 0 || this.#subscriber === undefined) return;
-      this.#subscriber.close();
+      this.#subscriber.close().catch(() => {});
       this.#subscriber = undefined;
     }, 1000);
     this.#idle.unref();
@@ -572,11 +633,11 @@ export function createRedisStore(client: RedisClient, options: RedisStoreOptions
   knownOptions(given, ["timeoutMs", "waiterLeaseMs"], "redisStore");
   const timeoutMs =
     given.timeoutMs === undefined
-      ? 2000
+      ? STORE_TIMEOUT_MS
       : positiveMs("timeoutMs", given.timeoutMs, "Pass the longest a Redis round trip may take before failing, e.g. 2000.");
   const waiterLeaseMs =
     given.waiterLeaseMs === undefined
-      ? 5000
+      ? WAITER_LEASE_MS
       : positiveMs(
           "waiterLeaseMs",
           given.waiterLeaseMs,

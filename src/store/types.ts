@@ -1,3 +1,6 @@
+import { STORE_TIMEOUT_MS } from "../defaults.js";
+import { MAX_MS } from "../validate.js";
+
 /**
  * The answer to an acquire attempt. When not acquired, `retryAfterMs` is how
  * long until the nearest current lease ends at the latest (a holder that
@@ -215,6 +218,13 @@ export interface Store {
    * best effort: the engine backs it up with timers.
    */
   watch(key: string, onGrant: (grant: Grant) => void): Promise<() => void>;
+
+  /**
+   * Ends what the store itself runs (connections it opened, its timers) and
+   * refuses every later call with `ShutdownError`. Never closes a client it
+   * was given. Optional for a custom store.
+   */
+  close?(): Promise<void>;
 }
 
 /** Tells a store apart from a Redis client, a promise or a factory. */
@@ -225,4 +235,21 @@ export function isStore(value: unknown): value is Store {
     typeof (value as Store).semaphoreAcquire === "function" &&
     typeof (value as Store).lockAcquire === "function"
   );
+}
+
+/** The bound on one round trip for a store that names none (a custom store). */
+
+/**
+ * A duration a store declares about itself, or `fallback` when it declares
+ * none or one a timer cannot hold (a custom store's `Infinity` or `"5s"`
+ * would make every timer built on it fire at once).
+ */
+export function declaredMs(store: Store, property: "timeoutMs" | "waiterLeaseMs", fallback: number): number {
+  const own = (store as { timeoutMs?: unknown; waiterLeaseMs?: unknown })[property];
+  return typeof own === "number" && own >= 1 && own <= MAX_MS ? own : fallback;
+}
+
+/** The longest one round trip to `store` may take: what it declares, else 2 s (the breaker's probe and every call alike). */
+export function declaredTimeoutMs(store: Store): number {
+  return declaredMs(store, "timeoutMs", STORE_TIMEOUT_MS);
 }

@@ -255,12 +255,18 @@ describe.each(storesUnderTest)("semaphore on the $name store", ({ make }) => {
     await other?.release();
   });
 
-  it("tokens are 128 random bits, unique per lease", async () => {
+  it("tokens start with 128 random bits, unique per lease", async () => {
     const { slots } = setup({ limit: 50 });
     const leases = await Promise.all(Array.from({ length: 50 }, () => slots.acquire("k")));
     const tokens = new Set(leases.map((lease) => lease?.token));
     expect(tokens.size).toBe(50);
-    for (const token of tokens) expect(Buffer.from(token ?? "", "base64url")).toHaveLength(16);
+    expect(new Set(leases.map((lease) => lease?.token.split(".")[0])).size).toBe(50);
+    // '<random>.<acquired at>.<owner>.<limit>' (src/owner.ts)
+    for (const token of tokens) {
+      const [random, ...rest] = (token ?? "").split(".");
+      expect(Buffer.from(random ?? "", "base64url")).toHaveLength(16);
+      expect(rest).toHaveLength(3);
+    }
     await Promise.all(leases.map((lease) => lease?.release()));
   });
 });

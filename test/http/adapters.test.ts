@@ -25,12 +25,8 @@ import {
 } from "../../src/index.js";
 import { freePort } from "../support/redis-server.js";
 import { eventually, gate, spyStore, storesUnderTest } from "../support/stores.js";
-import { expressHarness } from "./express-app.js";
+import { harnesses } from "./frameworks.js";
 import { Control, type Harness, pause, type RunningApp } from "./harness.js";
-import { honoHarness } from "./hono-app.js";
-import { nestHarness } from "./nest-app.js";
-
-const harnesses: Harness[] = [expressHarness(5), expressHarness(4), honoHarness, nestHarness("express"), nestHarness("fastify")];
 
 /**
  * The stores each framework runs over. Every framework meets the memory store and Redis
@@ -517,6 +513,25 @@ describe.each(harnesses)("$name adapter", (harness) => {
       expect(open.body).toEqual({ lease: false });
       expect(control.reasons.get("store")).toBeInstanceOf(StoreUnavailableError);
     });
+
+    it("after the first failure, refuses at once until the store's next probe, and says when that is in Retry-After", async () => {
+      expect((await request(app.url).get("/work").set("x-tenant", "a")).status).toBe(503);
+      const burst = await Promise.all(
+        Array.from({ length: 10 }, (_, n) => request(app.url).get("/work").set("x-tenant", `t${n}`)),
+      );
+      for (const res of burst) {
+        expect(res.status).toBe(503);
+        expect(JSON.parse(res.text)).toMatchObject({ type: "urn:leasehold:problem:store-unavailable" });
+        // The next probe is at most 2 s away.
+        expect(Number(res.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+        expect(Number(res.headers["retry-after"])).toBeLessThanOrEqual(2);
+      }
+      // fail-open passes without waiting for the store: the refusal came from the breaker, not a timeout.
+      expect((await request(app.url).get("/open")).status).toBe(200);
+      const refusal = control.reasons.get("store") as StoreUnavailableError;
+      expect(refusal.retryAfterMs).toBeGreaterThan(0);
+      expect(refusal.retryAfterMs).toBeLessThanOrEqual(2000);
+    });
   });
 });
 
@@ -526,10 +541,11 @@ describe("stacked middlewares on one route (a limit per route, and one per tenan
       "Express",
       (store: Store, opened: Promise<void>) => {
         const app = express();
-        const per = { client: store, key: (req: express.Request) => req.get("x-tenant") ?? "none" };
-        app.get("/", expressSemaphore("route", 2, { client: store }), expressSemaphore("tenant", 1, per), async (_req, res) => {
+        const per = { client: store, key: (req: express.Request) => req.get("x-tenant") ?? "none", exposeFence: true };
+        const route = expressSemaphore("route", 2, { client: store, exposeFence: true });
+        app.get("/", route, expressSemaphore("tenant", 1, per), async (req, res) => {
           await opened;
-          res.end("done");
+          res.end(`${req.lease?.key} ${req.lease?.fence}`);
         });
         return createServer(app);
       },
@@ -538,10 +554,11 @@ describe("stacked middlewares on one route (a limit per route, and one per tenan
       "Hono",
       (store: Store, opened: Promise<void>) => {
         const app = new Hono();
-        const per = { client: store, key: (c: Context) => c.req.header("x-tenant") ?? "none" };
-        app.get("/", honoSemaphore("route", 2, { client: store }), honoSemaphore("tenant", 1, per), async (c) => {
+        const per = { client: store, key: (c: Context) => c.req.header("x-tenant") ?? "none", exposeFence: true };
+        const route = honoSemaphore("route", 2, { client: store, exposeFence: true });
+        app.get("/", route, honoSemaphore("tenant", 1, per), async (c) => {
           await opened;
-          return c.text("done");
+          return c.text(`${c.get("lease")?.key} ${c.get("lease")?.fence}`);
         });
         app.onError((error, c) => ("getResponse" in error ? (error as HTTPException).getResponse() : c.text("error", 500)));
         return createAdaptorServer({ fetch: app.fetch });
@@ -549,28 +566,33 @@ describe("stacked middlewares on one route (a limit per route, and one per tenan
     ],
   ] as const;
 
-  it.each(frameworks)("%s: each holds its permit while the handler works and returns it after", async (_, serve) => {
-    const store = memoryStore();
-    const { opened, open } = gate();
-    const server = serve(store, opened);
-    const slots = semaphore({ client: store, limit: 2 });
-    const first = request(server)
-      .get("/")
-      .set("x-tenant", "a")
-      .then((res) => res);
-    await eventually(async () => (await slots.count("route")) === 1 && (await slots.count("tenant:a")) === 1);
-    expect((await request(server).get("/").set("x-tenant", "a")).status).toBe(503);
-    open();
-    expect((await first).text).toBe("done");
-    await eventually(async () => (await slots.count("route")) === 0 && (await slots.count("tenant:a")) === 0);
-  });
+  it.each(frameworks)(
+    "%s: each holds its permit while the handler works and returns it after; the handler sees the innermost's lease and fence",
+    async (_, serve) => {
+      const store = memoryStore();
+      const { opened, open } = gate();
+      const server = serve(store, opened);
+      const slots = semaphore({ client: store, limit: 2 });
+      const first = request(server)
+        .get("/")
+        .set("x-tenant", "a")
+        .then((res) => res);
+      await eventually(async () => (await slots.count("route")) === 1 && (await slots.count("tenant:a")) === 1);
+      expect((await request(server).get("/").set("x-tenant", "a")).status).toBe(503);
+      open();
+      const answered = await first;
+      expect(answered.text).toBe(`tenant:a ${answered.headers["lease-fence"]}`);
+      await eventually(async () => (await slots.count("route")) === 0 && (await slots.count("tenant:a")) === 0);
+    },
+  );
 });
 
 describe("adapter options are validated when the middleware is created", () => {
   const cases: [string, () => unknown, RegExp][] = [
     ["Express limit 0", () => expressSemaphore("x", 0), /`limit` must be an integer of at least 1/],
     ["Express empty name", () => expressLock(""), /lease name/],
-    ["Express unknown option", () => expressSemaphore("x", 1, { tenant: "a" } as never), /unknown option `tenant`/],
+    ["Express unknown option", () => expressSemaphore("x", 1, { tenants: "a" } as never), /unknown option `tenants`/],
+    ["Express tenant not a function", () => expressSemaphore("x", 1, { tenant: "a" } as never), /`tenant` must be a function/],
     ["Express status 200", () => expressLock("x", { status: 200 }), /`status` must be an HTTP error status/],
     ["Express key not a function", () => expressLock("x", { key: "tenant" as never }), /`key` must be a function/],
     ["Express heartbeat too large", () => expressSemaphore("x", 1, { leaseMs: 100, heartbeatMs: 90 }), /at most half of leaseMs/],

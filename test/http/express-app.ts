@@ -109,6 +109,27 @@ function routes(app: express5.Express, store: Store, control: Control): void {
   app.get("/open", semaphore("open", 1, { client, onStoreError: "fail-open", onStoreUnavailable }), (req, res) => {
     res.json({ lease: req.lease !== undefined });
   });
+  // Tenants sharing one id (tenants.test.ts), and the fence (fencing.test.ts). The view holds
+  // when the request names an x-id, and answers what the handler's lease shows.
+  const view = async (req: Request, res: Response) => {
+    const lease = req.lease;
+    if (req.get("x-id") !== undefined) await control.hold(id(req));
+    res.json({
+      key: lease?.key,
+      limit: lease && "limit" in lease ? lease.limit : null,
+      tenant: lease && "tenant" in lease ? (lease.tenant ?? null) : null,
+      fence: lease?.fence,
+    });
+  };
+  const caps: Record<string, number> = { premium: 2, greedy: 4, broken: 0 };
+  app.get("/tenants", semaphore("tenants", 3, { client, tenant, tenantLimit: 2, exposeFence: true }), view);
+  app.get("/tenants-premium", semaphore("premium", 3, { client, tenant, tenantLimit: (t) => caps[t] ?? 1 }), view);
+  app.get("/tenants-status", semaphore("tenants-status", 2, { client, tenant, tenantLimit: 1, status: 503 }), view);
+  app.get("/tenants-optional", semaphore("optional", 2, { client, tenant: (req) => req.get("x-tenant"), tenantLimit: 1 }), view);
+  app.get("/tenants-queue", semaphore("tenants-queue", 1, { client, tenant, tenantLimit: 1, waitMs: 10_000 }), view);
+  app.get("/fenced", semaphore("fenced", 2, { client, exposeFence: true }), view);
+  app.get("/fenced-lock", lock("fenced-lock", { client, exposeFence: true }), view);
+  app.get("/unfenced", semaphore("unfenced", 2, { client }), view);
   // Errors go to the framework's error path; the status tells the test which error it was.
   app.use((error: Error, _req: Request, res: Response, _next: unknown) => {
     if (!res.headersSent) res.status(500).json({ error: error.name, message: error.message });

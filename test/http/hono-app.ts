@@ -119,6 +119,31 @@ export function buildHonoApp(store: Store, control: Control): Hono {
   app.get("/open", semaphore("open", 1, { client, onStoreError: "fail-open", onStoreUnavailable }), (c) =>
     c.json({ lease: leaseOf(c) !== undefined }),
   );
+  // Tenants sharing one id (tenants.test.ts), and the fence (fencing.test.ts). The view holds
+  // when the request names an x-id, and answers what the handler's lease shows.
+  const view = async (c: Context) => {
+    const lease = leaseOf(c);
+    if (c.req.header("x-id") !== undefined) await control.hold(id(c));
+    return c.json({
+      key: lease?.key,
+      limit: lease && "limit" in lease ? lease.limit : null,
+      tenant: lease && "tenant" in lease ? (lease.tenant ?? null) : null,
+      fence: lease?.fence,
+    });
+  };
+  const caps: Record<string, number> = { premium: 2, greedy: 4, broken: 0 };
+  app.get("/tenants", semaphore("tenants", 3, { client, tenant, tenantLimit: 2, exposeFence: true }), view);
+  app.get("/tenants-premium", semaphore("premium", 3, { client, tenant, tenantLimit: (t) => caps[t] ?? 1 }), view);
+  app.get("/tenants-status", semaphore("tenants-status", 2, { client, tenant, tenantLimit: 1, status: 503 }), view);
+  app.get(
+    "/tenants-optional",
+    semaphore("optional", 2, { client, tenant: (c) => c.req.header("x-tenant"), tenantLimit: 1 }),
+    view,
+  );
+  app.get("/tenants-queue", semaphore("tenants-queue", 1, { client, tenant, tenantLimit: 1, waitMs: 10_000 }), view);
+  app.get("/fenced", semaphore("fenced", 2, { client, exposeFence: true }), view);
+  app.get("/fenced-lock", lock("fenced-lock", { client, exposeFence: true }), view);
+  app.get("/unfenced", semaphore("unfenced", 2, { client }), view);
   app.onError((error, c) => {
     if (error instanceof HTTPException) return error.getResponse();
     return c.json({ error: error.name, message: error.message }, 500);

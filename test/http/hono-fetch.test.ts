@@ -1,9 +1,14 @@
+import type { Server } from "node:http";
+import { request as httpRequest } from "node:http";
+import { createAdaptorServer } from "@hono/node-server";
 import { Hono } from "hono";
+import { streamSSE, streamText } from "hono/streaming";
+import request from "supertest";
 import { describe, expect, it } from "vitest";
 import { semaphore as honoSemaphore, LeaseRejectedException } from "../../integrations/hono/index.js";
 import { ClientAbortedError, memoryStore, SemaphoreLeaseLostError, semaphore } from "../../src/index.js";
-import { eventually } from "../support/stores.js";
-import { Control } from "./harness.js";
+import { eventually, gate } from "../support/stores.js";
+import { Control, listen } from "./harness.js";
 import { buildHonoApp } from "./hono-app.js";
 
 // Off Node (Bun, Deno, Workers) there is no ServerResponse to watch: the adapter wraps the body
@@ -125,4 +130,126 @@ describe("Hono adapter without a Node response (fetch runtimes)", () => {
     expect(thrown[0]).toBeInstanceOf(LeaseRejectedException);
     expect((thrown[0] as Error).stack).not.toMatch(/\n\s+at /);
   });
+
+  it("tenants and the fence work off Node too: 429 for a tenant at its cap, Lease-Fence on the answer", async () => {
+    const { app, control, count } = setup();
+    const first = app.request("/tenants", { headers: { "x-tenant": "acme", "x-id": "a1" } });
+    const second = app.request("/tenants", { headers: { "x-tenant": "acme", "x-id": "a2" } });
+    await eventually(() => control.entered.length === 2);
+    const capped = await app.request("/tenants", { headers: { "x-tenant": "acme" } });
+    expect(capped.status).toBe(429);
+    expect(capped.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
+    expect(await capped.json()).toMatchObject({ type: "urn:leasehold:problem:tenant-full", tenant: "acme", limit: 2 });
+    control.openAll();
+    for (const res of [await first, await second]) {
+      const body = (await res.json()) as { fence: number; tenant: string };
+      expect(body.tenant).toBe("acme");
+      expect(res.headers.get("lease-fence")).toBe(String(body.fence));
+    }
+    await eventually(async () => (await count("tenants")) === 0);
+  });
+
+  it("Lease-Fence reaches a response whose headers are immutable (Response.redirect), and the permit returns", async () => {
+    const store = memoryStore();
+    const app = new Hono();
+    app.get("/", honoSemaphore("redirect", 1, { client: store, exposeFence: true }), () =>
+      Response.redirect("https://example.com/", 302),
+    );
+    const res = await app.request("/");
+    expect(res.status).toBe(302);
+    expect(res.headers.get("location")).toBe("https://example.com/");
+    expect(res.headers.get("lease-fence")).toMatch(/^[1-9]\d*$/);
+    await eventually(async () => (await semaphore({ client: store, limit: 1 }).count("redirect")) === 0);
+  });
+
+  // Regression: Hono answers HEAD by running the GET route and dropping its body unread, so a
+  // permit held until that body's end was never returned (and kept renewed): every later request 503.
+  it("a HEAD request returns its permit when its handler has settled, off Node as on it", async () => {
+    const { app, control, count } = setup();
+    const head = app.request("/work", { method: "HEAD", headers: { "x-tenant": "a", "x-id": "h" } });
+    await eventually(() => control.entered.includes("h"));
+    expect(await count("work:a")).toBe(1);
+    control.open("h");
+    const res = await head;
+    expect(res.status).toBe(200);
+    expect(res.body).toBeNull();
+    await eventually(async () => (await count("work:a")) === 0);
+  });
+
+  it("a HEAD request to a streamed route returns its permit: nobody will read the stream", async () => {
+    const { app, control, count } = setup();
+    const res = await app.request("/stream", { method: "HEAD", headers: { "x-id": "h" } });
+    expect(res.status).toBe(200);
+    await eventually(async () => (await count("stream")) === 0);
+    const next = await app.request("/stream", { headers: { "x-id": "next" } });
+    expect(next.status).toBe(200);
+    const text = next.text();
+    await eventually(() => control.entered.includes("next"));
+    control.open("next");
+    expect(await text).toBe("first\nsecond\n");
+    await eventually(async () => (await count("stream")) === 0);
+  });
+});
+
+describe("Hono streaming helpers (streamText, streamSSE), on Node and off it", () => {
+  const build = (store: ReturnType<typeof memoryStore>, opened: Promise<void>) => {
+    const app = new Hono();
+    app.get("/text", honoSemaphore("text", 1, { client: store }), (c) =>
+      streamText(c, async (body) => {
+        await body.write("first\n");
+        await opened;
+        await body.write("second\n");
+      }),
+    );
+    app.get("/sse", honoSemaphore("sse", 1, { client: store }), (c) =>
+      streamSSE(c, async (body) => {
+        await body.writeSSE({ data: "first" });
+        await opened;
+        await body.writeSSE({ data: "second" });
+      }),
+    );
+    return app;
+  };
+
+  it.each(["text", "sse"])(
+    "/%s over Node: held until the last byte; a client that leaves mid-stream returns it",
+    async (route) => {
+      const store = memoryStore();
+      const count = () => semaphore({ client: store, limit: 1 }).count(route);
+      const { opened, open } = gate();
+      const running = await listen(createAdaptorServer({ fetch: build(store, opened).fetch }) as Server);
+      try {
+        const whole = request(running.url)
+          .get(`/${route}`)
+          .buffer(true)
+          .parse((res, done) => {
+            let text = "";
+            res.on("data", (chunk: Buffer) => {
+              text += chunk.toString();
+            });
+            res.on("end", () => done(null, text));
+          })
+          .then((res) => res);
+        await eventually(async () => (await count()) === 1);
+        expect((await request(running.url).get(`/${route}`)).status).toBe(503);
+        open();
+        expect(String((await whole).body)).toMatch(/first[\s\S]*second/);
+        await eventually(async () => (await count()) === 0);
+
+        // The client leaves while the stream waits on its next chunk.
+        const late = gate();
+        const again = await listen(createAdaptorServer({ fetch: build(store, late.opened).fetch }) as Server);
+        const cut = httpRequest(`${again.url}/${route}`);
+        cut.on("error", () => {});
+        cut.end();
+        await eventually(async () => (await count()) === 1);
+        cut.destroy();
+        await eventually(async () => (await count()) === 0);
+        late.open();
+        await again.close();
+      } finally {
+        await running.close();
+      }
+    },
+  );
 });

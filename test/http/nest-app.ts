@@ -51,6 +51,19 @@ export function buildNestModule(control: Control, options: Record<string, unknow
     yield* lines();
   };
 
+  // Tenants sharing one id (tenants.test.ts), and the fence (fencing.test.ts). The view holds
+  // when the request names an x-id, and answers what the handler's lease shows.
+  const view = async (req: NestRequest, lease: RequestLease | undefined) => {
+    if (header(req, "x-id") !== "") await control.hold(idOf(req));
+    return {
+      key: lease?.key,
+      limit: lease && "limit" in lease ? lease.limit : null,
+      tenant: lease && "tenant" in lease ? (lease.tenant ?? null) : null,
+      fence: lease?.fence,
+    };
+  };
+  const caps: Record<string, number> = { premium: 2, greedy: 4, broken: 0 };
+
   /** A slow guard that runs before leasehold's (an auth call): the client may leave meanwhile. */
   @Injectable()
   class SlowGuard implements CanActivate {
@@ -220,6 +233,54 @@ export function buildNestModule(control: Control, options: Record<string, unknow
     @Semaphore("spin", 1, { retries: 200, retryDelayMs: 10 })
     spin(@Req() req: NestRequest, @Lease() lease: RequestLease) {
       return hold(req, lease);
+    }
+
+    @Get("tenants")
+    @Semaphore("tenants", 3, { tenant, tenantLimit: 2, exposeFence: true })
+    tenants(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return view(req, lease);
+    }
+
+    @Get("tenants-premium")
+    @Semaphore("premium", 3, { tenant, tenantLimit: (t) => caps[t] ?? 1 })
+    premium(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return view(req, lease);
+    }
+
+    @Get("tenants-status")
+    @Semaphore("tenants-status", 2, { tenant, tenantLimit: 1, status: 503 })
+    tenantsStatus(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return view(req, lease);
+    }
+
+    @Get("tenants-optional")
+    @Semaphore("optional", 2, { tenant: (req) => header(req, "x-tenant") || undefined, tenantLimit: 1 })
+    tenantsOptional(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return view(req, lease);
+    }
+
+    @Get("tenants-queue")
+    @Semaphore("tenants-queue", 1, { tenant, tenantLimit: 1, waitMs: 10_000 })
+    tenantsQueue(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return view(req, lease);
+    }
+
+    @Get("fenced")
+    @Semaphore("fenced", 2, { exposeFence: true })
+    fenced(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return view(req, lease);
+    }
+
+    @Get("fenced-lock")
+    @Lock("fenced-lock", { exposeFence: true })
+    fencedLock(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return view(req, lease);
+    }
+
+    @Get("unfenced")
+    @Semaphore("unfenced", 2)
+    unfenced(@Req() req: NestRequest, @Lease() lease: RequestLease) {
+      return view(req, lease);
     }
 
     @Get("open")

@@ -1,6 +1,8 @@
 import "reflect-metadata";
 import { request as httpRequest } from "node:http";
+import { Readable } from "node:stream";
 import {
+  type CallHandler,
   type CanActivate,
   Controller,
   createParamDecorator,
@@ -12,15 +14,17 @@ import {
   Module,
   type NestInterceptor,
   type PipeTransform,
+  RequestTimeoutException,
   Res,
   Sse,
+  StreamableFile,
   UseGuards,
   UseInterceptors,
 } from "@nestjs/common";
 import { HttpAdapterHost, NestFactory, Reflector } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
 import { FastifyAdapter } from "@nestjs/platform-fastify";
-import { interval, map, take } from "rxjs";
+import { catchError, interval, map, TimeoutError, take, throwError, timeout } from "rxjs";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
 import {
@@ -125,6 +129,73 @@ class ScopedController {
   }
 }
 
+/** The timeout interceptor Nest's documentation shows: the handler's observable fails after 100 ms. */
+@Injectable()
+class Timeout implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler) {
+    return next.handle().pipe(
+      timeout(100),
+      catchError((error) => throwError(() => (error instanceof TimeoutError ? new RequestTimeoutException() : error))),
+    );
+  }
+}
+
+/** Handlers that outlive a timeout: each works until the test opens its gate, then counts its end. */
+const slow = { gate: gate(), ended: 0 };
+const slowWork = async () => {
+  await slow.gate.opened;
+  slow.ended++;
+  return "too late";
+};
+
+@Controller("timeout")
+class TimeoutController {
+  // Leasehold's interceptor inside the timeout (its observable is unsubscribed)...
+  @Get("inside")
+  @Semaphore("timeout-inside", 1)
+  @UseInterceptors(Timeout)
+  inside() {
+    return slowWork();
+  }
+
+  // ...outside it (its observable fails), with @Semaphore above @Get this time...
+  @Semaphore("timeout-outside", 1)
+  @UseInterceptors(Timeout)
+  @Get("outside")
+  outside() {
+    return slowWork();
+  }
+}
+
+/** A file whose stream fails after its first chunk (a disk error, a source that went away). */
+@Controller("files")
+class FilesController {
+  @Get("broken")
+  @Semaphore("broken-file", 1)
+  broken() {
+    return new StreamableFile(
+      Readable.from(
+        (async function* () {
+          yield "first\n";
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          throw new Error("disk gone");
+        })(),
+      ),
+    );
+  }
+}
+
+// ...and on a controller, under a controller-wide timeout.
+@Controller("timeout-class")
+@Semaphore("timeout-class", 1)
+@UseInterceptors(Timeout)
+class TimeoutClassController {
+  @Get()
+  handler() {
+    return slowWork();
+  }
+}
+
 describe.each(["express", "fastify"] as const)("NestJS specifics on %s", (platform) => {
   let app: INestApplication;
   let running: RunningApp;
@@ -133,7 +204,10 @@ describe.each(["express", "fastify"] as const)("NestJS specifics on %s", (platfo
   });
 
   const start = async (imports: unknown[]) => {
-    @Module({ imports: imports as never[], controllers: [ScopedController, RefusedController] })
+    @Module({
+      imports: imports as never[],
+      controllers: [ScopedController, RefusedController, TimeoutController, TimeoutClassController, FilesController],
+    })
     class AppModule {}
     app = await NestFactory.create(AppModule, platform === "express" ? new ExpressAdapter() : new FastifyAdapter(), {
       logger: false,
@@ -179,6 +253,58 @@ describe.each(["express", "fastify"] as const)("NestJS specifics on %s", (platfo
     expect(await semaphore({ client: store, limit: 1 }).count("refused")).toBe(0);
   });
 
+  // Regression: a timeout interceptor answered 408 and the permit went back while the handler's
+  // promise still ran (the interceptor saw only its observable end): a second request was admitted
+  // beside it, two at once under limit 1.
+  it.each([
+    ["/timeout/inside", "timeout-inside"],
+    ["/timeout/outside", "timeout-outside"],
+    ["/timeout-class", "timeout-class"],
+  ])("%s: a handler that outlives a timeout() keeps its permit until it returns, then gives it back once", async (path, id) => {
+    const { store, calls } = spyStore(memoryStore());
+    await start([LeaseholdModule.forRoot({ client: store })]);
+    slow.gate = gate();
+    slow.ended = 0;
+    const count = () => semaphore({ client: store, limit: 1 }).count(id);
+    expect((await request(running.url).get(path)).status).toBe(408);
+    // The handler is still at work: its permit is taken, and nobody else is admitted.
+    expect(await count()).toBe(1);
+    expect((await request(running.url).get(path)).status).toBe(503);
+    expect(slow.ended).toBe(0);
+    slow.gate.open();
+    await eventually(() => slow.ended === 1);
+    await eventually(async () => (await count()) === 0);
+    expect(calls.semaphoreAcquire).toBe(2);
+    await eventually(() => calls.semaphoreRelease === 1);
+    const next = await request(running.url).get(path);
+    expect(next.status).toBe(200);
+    expect(next.text).toBe("too late");
+  });
+
+  it("a StreamableFile whose stream fails mid-way returns its permit, and no loss is reported", async () => {
+    const { store, calls } = spyStore(memoryStore());
+    const lost: unknown[] = [];
+    await start([LeaseholdModule.forRoot({ client: store, onLeaseLost: (error) => lost.push(error) })]);
+    const res = await new Promise<{ text: string; complete: boolean }>((resolve) => {
+      let text = "";
+      const req = httpRequest(`${running.url}/files/broken`, (response) => {
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => {
+          text += chunk;
+        });
+        response.on("end", () => resolve({ text, complete: response.complete }));
+        response.on("error", () => resolve({ text, complete: false }));
+      });
+      req.on("error", () => resolve({ text, complete: false }));
+      req.end();
+    });
+    // The client sees a cut stream, never a complete-looking one.
+    expect(res.complete).toBe(false);
+    await eventually(async () => (await semaphore({ client: store, limit: 1 }).count("broken-file")) === 0);
+    await eventually(() => calls.semaphoreRelease === 1);
+    expect(lost).toEqual([]);
+  });
+
   it("disconnectGraceMs can be a module default", async () => {
     const store = memoryStore();
     const lost: unknown[] = [];
@@ -193,6 +319,14 @@ describe.each(["express", "fastify"] as const)("NestJS specifics on %s", (platfo
     await eventually(async () => (await count()) === 0);
     expect(lost).toHaveLength(1);
     gates.stuck.open();
+  });
+
+  it("exposeFence can be a module default", async () => {
+    const store = memoryStore();
+    await start([LeaseholdModule.forRoot({ client: store, exposeFence: true })]);
+    const res = await request(running.url).get("/scoped/inherits");
+    expect(res.body).toEqual({ key: "class-wide" });
+    expect(res.headers["lease-fence"]).toMatch(/^[1-9]\d*$/);
   });
 
   it("forRootAsync makes the options with a class it instantiates (useClass) or one another module provides (useExisting)", async () => {
@@ -272,6 +406,33 @@ describe("NestJS guard outside HTTP", () => {
     class AppModule {}
     const created = NestFactory.create(AppModule, new ExpressAdapter(), { logger: false, abortOnError: false });
     await expect(created).rejects.toThrow(/must not contain ":"/);
+  });
+
+  it("a bad shutdownGraceMs is refused when the module is configured, naming it", () => {
+    for (const shutdownGraceMs of [-1, 1.5, 2 ** 31, "5s"]) {
+      expect(() => LeaseholdModule.forRoot({ shutdownGraceMs } as never)).toThrow(/`shutdownGraceMs` must be a whole number/);
+    }
+    expect(() => LeaseholdModule.forRoot({ shutdownGraceMs: 0 })).not.toThrow();
+  });
+
+  it("module options are checked when the module is configured: a bad value or an unknown option", async () => {
+    const cases: [LeaseholdModuleOptions, RegExp][] = [
+      [{ exposeFence: "yes" as never }, /`exposeFence` must be true or false/],
+      [{ disconnectGraceMs: 0 }, /`disconnectGraceMs` must be a whole number/],
+      [{ onStoreError: "open" as never }, /"fail-closed" or "fail-open"/],
+      [{ waitMs: 100 } as never, /unknown option `waitMs` for LeaseholdModule options/],
+    ];
+    for (const [options, message] of cases) {
+      expect(() => LeaseholdModule.forRoot(options)).toThrow(ValidationError);
+      expect(() => LeaseholdModule.forRoot(options)).toThrow(message);
+    }
+    @Module({
+      imports: [LeaseholdModule.forRootAsync({ useFactory: async () => ({ client: memoryStore(), exposeFence: 1 as never }) })],
+      controllers: [ScopedController],
+    })
+    class AppModule {}
+    const created = NestFactory.create(AppModule, new ExpressAdapter(), { logger: false, abortOnError: false });
+    await expect(created).rejects.toThrow(/`exposeFence` must be true or false/);
   });
 
   it("forRootAsync takes exactly one of useFactory, useClass and useExisting", () => {

@@ -51,7 +51,7 @@ export const storesUnderTest: StoreUnderTest[] = [
   ),
 ];
 
-type Method = Exclude<keyof Store, "kind" | "waiterLeaseMs">;
+type Method = Exclude<keyof Store, "kind" | "waiterLeaseMs" | "close">;
 
 /** What a spy store does instead of the real call, for one call number of one method. */
 export type Fault = "throw" | "hang" | undefined;
@@ -85,7 +85,9 @@ export function spyStore(inner: Store, faults: Partial<Record<Method, (n: number
     async (...args: Parameters<Extract<Store[M], (...a: never[]) => unknown>>): Promise<unknown> => {
       calls[method] += 1;
       const fault = faults[method]?.(calls[method]);
-      if (fault === "throw") throw new Error(`injected failure of ${method} #${calls[method]}`);
+      // A round trip that failed on the way: a reset connection, as the clients report one.
+      if (fault === "throw")
+        throw Object.assign(new Error(`injected failure of ${method} #${calls[method]}`), { code: "ECONNRESET" });
       if (fault === "hang") return new Promise(() => {});
       return (inner[method] as (...a: unknown[]) => Promise<unknown>)(...args);
     };
@@ -109,6 +111,7 @@ export function spyStore(inner: Store, faults: Partial<Record<Method, (n: number
     lockLeave: wrap("lockLeave"),
     lockRefreshWaiters: wrap("lockRefreshWaiters"),
     watch: wrap("watch"),
+    close: () => inner.close?.() ?? Promise.resolve(),
   };
   return { store: store as Store, calls };
 }

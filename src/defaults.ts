@@ -1,0 +1,17 @@
+/**
+ * Every default duration leasehold documents, in one place: the JSDoc
+ * `@default` tags and the guides quote these.
+ */
+
+/** How long a semaphore lease lasts unless renewed (`leaseMs`). */
+export const SEMAPHORE_LEASE_MS = 60_000;
+/** How long a lock lease lasts unless renewed (`ttlMs`). */
+export const LOCK_TTL_MS = 30_000;
+/** The bound on one store round trip (`redisStore(client, { timeoutMs })`). */
+export const STORE_TIMEOUT_MS = 2000;
+/** How long a waiter stays queued without refreshing (`waiterLeaseMs`); a grant to it is reserved as long. */
+export const WAITER_LEASE_MS = 5000;
+/** How long running work may finish after `close()` before its lease is released (`graceMs`). */
+export const CLOSE_GRACE_MS = 5000;
+/** How long an adapter keeps a permit after the client left, for the handler to stop (`disconnectGraceMs`). */
+export const DISCONNECT_GRACE_MS = 5000;
