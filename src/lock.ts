@@ -163,6 +163,7 @@ class DistributedLock implements Lock {
   }
 
   async holder(id: string): Promise<Holder | null> {
+    this.#holdings.refuse();
     const key = this.#defaults.keys.of(checkId(id));
     const store = await this.#defaults.source.get();
     const seen = await bounded(store, "holder", store.lockInspect(key), isInspection, subjectOf("lock", id));

@@ -347,6 +347,7 @@ class DistributedSemaphore implements Semaphore {
   }
 
   async holders(id: string): Promise<Holder[]> {
+    this.#holdings.refuse();
     const key = this.#defaults.keys.of(checkId(id));
     const store = await this.#defaults.source.get();
     const seen = await bounded(store, "holders", store.semaphoreInspect(key), isInspection, subjectOf("semaphore", id));

@@ -133,6 +133,10 @@ async function release(store: Store, target: Target, values: Values): Promise<nu
     throw new CliError("release needs --token <token> (one holder) or --all (every holder), not both.", 2);
   }
   if (values.yes === true && all !== true) throw new CliError("--yes goes with --all: releasing one --token does not ask.", 2);
+  // An empty token is the beginning of every token: it would free the one holder there is.
+  if (token !== undefined && token.trim() === "") {
+    throw new CliError("--token needs the holder's token, or its beginning as inspect shows it; got an empty one.", 2);
+  }
   const report = await read(store, target);
   const name = `${target.kind} ${JSON.stringify(target.id)}`;
   let chosen: HolderRow[];
