@@ -115,5 +115,20 @@ export class Turns {
 
 /** Turn order: the lower tag first, ties by name. */
 function before(tagA: number, a: string, tagB: number, b: string): number {
-  return tagA - tagB || (a < b ? -1 : a > b ? 1 : 0);
+  return tagA - tagB || byCodePoint(a, b);
+}
+
+/**
+ * Names in code point order, which is the order of their UTF-8 bytes: how Redis orders the
+ * members of `:qt` at one score. JavaScript's `<` compares UTF-16 units instead, and puts a name
+ * beyond U+FFFF ("😀") before one in U+E000–U+FFFF, where Redis puts it after.
+ */
+function byCodePoint(a: string, b: string): number {
+  for (let i = 0; i < a.length && i < b.length; i++) {
+    const x = a.codePointAt(i) as number;
+    const y = b.codePointAt(i) as number;
+    if (x !== y) return x - y;
+    if (x > 0xffff) i++;
+  }
+  return a.length - b.length;
 }
