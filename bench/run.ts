@@ -590,7 +590,8 @@ async function tenants(): Promise<void> {
 
   // (a) Latency with many tenants on one id: each holds a permit (its cap is 1); then each also has a
   // waiter queued at its cap, so that every grant has those tenants to pass over. A new tenant's acquire
-  // (admitted: the id has room) is timed, its release is not.
+  // (admitted: the id has room) is timed, its release is not; and, while they only hold, the fail-fast
+  // acquire of a tenant at its cap (refused).
   const counts = quick ? [10, 1_000] : [10, 10_000];
   const acquireP50 = async (slots: ReturnType<typeof semaphore>, tenant: () => string) => {
     const latencies: number[] = [];
@@ -621,6 +622,8 @@ async function tenants(): Promise<void> {
       }
       let m = 0;
       const holding = await acquireP50(slots, () => `new${m++}`);
+      // A tenant at its cap failing fast: refused, with the time until one of its own leases ends.
+      const refused = await acquireP50(slots, () => `t${m++ % n}`);
       // Waiters joined through the store, with a long waiter lease: nobody has to keep them alive.
       for (let start = 0; start < n; start += 1000) {
         await Promise.all(
@@ -640,6 +643,7 @@ async function tenants(): Promise<void> {
       const capped = await acquireP50(slots, () => `new${m++}`);
       for (const [shape, value] of [
         ["each holding", holding],
+        ["each holding, one refused at its cap", refused],
         ["each holding and waiting at its cap", capped],
       ] as const) {
         const label = `${name}, ${n.toLocaleString("en")} tenants ${shape}`;
