@@ -23,8 +23,40 @@ for i = 1, #live, 2 do
   end
   held[at[token]] = held[at[token]] + 1
 end
+-- Tenants in turn order: the tenants parked at their caps (lib/holders.lua) sort after the others in
+-- the set, by their tag plus TURN_PARKED; merged back here by their own tag, ties by name in byte order
+-- (as the set orders them; Lua's '<' would follow the server's locale).
+local TURN_PARKED = 2 ^ 50
+local function before(a, b)
+  if a.tag ~= b.tag then return a.tag < b.tag end
+  for k = 1, math.min(#a.name, #b.name) do
+    local x, y = string.byte(a.name, k), string.byte(b.name, k)
+    if x ~= y then return x < y end
+  end
+  return #a.name < #b.name
+end
+local serving, parked = {}, {}
+local turn = redis.call('ZRANGE', turns, 0, -1, 'WITHSCORES')
+for i = 1, #turn, 2 do
+  local tag = tonumber(turn[i + 1])
+  if tag >= TURN_PARKED then
+    parked[#parked + 1] = { name = turn[i], tag = tag - TURN_PARKED }
+  else
+    serving[#serving + 1] = { name = turn[i], tag = tag }
+  end
+end
+local order = {}
+local a, b = 1, 1
+while serving[a] or parked[b] do
+  if not parked[b] or (serving[a] and before(serving[a], parked[b])) then
+    order[#order + 1] = serving[a].name
+    a = a + 1
+  else
+    order[#order + 1] = parked[b].name
+    b = b + 1
+  end
+end
 local waiting = {}
-local order = redis.call('ZRANGE', turns, 0, -1)
 for i = 1, #order do
   local line = redis.call('ZRANGEBYLEX', queue, '[' .. order[i] .. '\0', '(' .. order[i] .. '\1')
   for j = 1, #line do

@@ -23,6 +23,13 @@ class Room {
   #priming = true;
   /** Grants announced while priming: token, fence. */
   readonly #announced = new Map<string, number>();
+  /**
+   * The latest grants heard for tokens not waiting here: token, fence. A join's reply can reach
+   * its waiter after the grant that followed it on the server was heard (in another call's reply,
+   * or over pub/sub): that waiter finds its grant here on arrival, instead of at the next refresh.
+   * Most are other processes' tokens; only the newest are kept.
+   */
+  readonly #heard = new Map<string, number>();
 
   constructor(
     private readonly store: Store,
@@ -34,6 +41,12 @@ class Room {
   add(token: string, waiter: Waiter): void {
     const first = this.#waiters.size === 0;
     this.#waiters.set(token, waiter);
+    const fence = this.#heard.get(token);
+    if (fence !== undefined) {
+      this.#heard.delete(token);
+      if (this.#priming) this.#announced.set(token, fence);
+      else queueMicrotask(() => this.#waiters.get(token)?.wake(fence));
+    }
     if (!first) return;
     watchGrants(this.store, this.ops, (grant) => this.#granted(grant)).then(
       (stop) => {
@@ -158,9 +171,15 @@ class Room {
   #granted(grant: Grant): void {
     grant.tokens.forEach((token, i) => {
       const fence = grant.fences[i] as number;
-      if (!this.#priming) this.#waiters.get(token)?.wake(fence);
-      else if (this.#waiters.has(token)) this.#announced.set(token, fence);
+      const waiter = this.#waiters.get(token);
+      if (waiter === undefined) this.#heard.set(token, fence);
+      else if (!this.#priming) waiter.wake(fence);
+      else this.#announced.set(token, fence);
     });
+    for (const token of this.#heard.keys()) {
+      if (this.#heard.size <= HEARD_KEPT) break;
+      this.#heard.delete(token);
+    }
     // A grant to a waiter that never claims (its process died) lapses after its reservation:
     // look again then, or this room would wait for the next lease expiry.
     this.backupIn(grant.reservedMs);
@@ -188,6 +207,12 @@ interface Waiter {
    */
   anchor: number;
 }
+
+/**
+ * Grants heard for tokens a room does not know that it keeps: a join's reply trails its grant by
+ * a few calls at most, while the grants of other processes' waiters pass by.
+ */
+const HEARD_KEPT = 256;
 
 const rooms = new WeakMap<Store, Map<string, Room>>();
 

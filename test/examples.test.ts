@@ -5,7 +5,9 @@ import { describe, expect, it } from "vitest";
 import { createApp as expressApp } from "../examples/express/server.js";
 import { createApp as honoApp } from "../examples/hono/server.js";
 import { createModule } from "../examples/nestjs/main.js";
-import { memoryStore } from "../src/index.js";
+import { fairShares } from "../examples/tenants/fair-shares.js";
+import { type ClientInput, memoryStore } from "../src/index.js";
+import { newRedis } from "./support/redis.js";
 
 // The examples run as documented: two chat calls per tenant in flight, the third refused at once.
 describe("examples", () => {
@@ -52,4 +54,21 @@ describe("examples", () => {
       await app.close();
     }
   });
+
+  it.each([
+    ["the embedded store", () => memoryStore()],
+    ["Redis", () => newRedis()],
+  ] as [string, () => ClientInput][])(
+    "fair shares for tenants, on %s: both bounds hold, and globex is served in turn",
+    async (_, client) => {
+      const outcome = await fairShares(client(), () => {});
+      expect(outcome.peak).toBe(4);
+      expect(outcome.peakPerTenant).toMatchObject({ acme: 3 });
+      expect(Math.max(...Object.values(outcome.peakPerTenant))).toBe(3);
+      expect(outcome.refusedAs).toBe("tenant-full");
+      // At once beside acme's batch; then, with 15 calls waiting, within one turn of the two other tenants.
+      expect(outcome.globexWaitedBehind[0]).toBe(0);
+      expect(outcome.globexWaitedBehind[1]).toBeLessThanOrEqual(2);
+    },
+  );
 });

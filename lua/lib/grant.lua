@@ -1,10 +1,13 @@
 -- Grants waiters in turn. Over the waiting tenants in turn order (the tag of their next turn, then
--- their name), each tenant's first waiter: a tenant at its cap is skipped (it holds back nobody
--- else); the first whose waiter does not fit the permits held (within its own limit and the id's,
--- '~l' in meta: the limit of the latest acquire that met or joined the queue) stops the grants
--- (nobody overtakes it). Each grant serves a turn: the tenant's next is one tag on, and '~v' (the
--- tag of the last turn served) is where a newly waiting tenant starts, so tenants are served in
--- turn and a newcomer within one turn of the others.
+-- their name), each tenant's first waiter: a tenant at its cap is parked (holders.lua: it holds back
+-- nobody else, and is not read again until it could fit); the first whose waiter does not fit the
+-- permits held (within its own limit and the id's, '~l' in meta: the limit of the latest acquire
+-- that met or joined the queue) stops the grants (nobody overtakes it). Each grant serves a turn:
+-- the tenant's next is one tag on, and '~v' (the tag of the last turn served) is where a newly
+-- waiting tenant starts, so tenants are served in turn and a newcomer within one turn of the others.
+-- Parking changes no outcome (a parked tenant is always at its cap: the grants would pass it over),
+-- only the cost: each step reads the first tenant in turn, so a grant costs O(log tenants) however
+-- many tenants wait at their caps.
 -- A granted waiter holds its permits until its own waiter lease ends (its reservation) unless its
 -- process claims them with a full lease first, so a dead waiter blocks for at most one waiter
 -- lease. `self`, the caller of this very call, gets a full lease of `selfLease` ms instead, and is
@@ -22,15 +25,15 @@ local function grant(now, self, selfLease)
   local granted = {}
   local reserved = nil
   local selfFence = nil
-  local i = 0
   while true do
-    local turn = redis.call('ZRANGE', turns, i, i, 'WITHSCORES')
-    if not turn[1] then break end
+    local turn = redis.call('ZRANGE', turns, 0, 0, 'WITHSCORES')
+    -- None left, or only parked tenants: all at their caps.
+    if not turn[1] or tonumber(turn[2]) >= TURN_PARKED then break end
     local tenant, tag = turn[1], tonumber(turn[2])
     local head = queue_head(tenant)
     local w, own, cap = queue_info(head)
     if tenant ~= '' and cap > 0 and tenant_used(tenant) + w > cap then
-      i = i + 1
+      redis.call('ZADD', turns, string.format('%.0f', tag + TURN_PARKED), tenant)
     elseif used + w > math.min(own, idLimit or own) then
       break
     else
@@ -50,7 +53,6 @@ local function grant(now, self, selfLease)
       end
       tenants_add(tenant, w)
       used = used + w
-      i = 0
     end
   end
   if #granted == 0 then return nil, selfFence end

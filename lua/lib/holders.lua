@@ -1,5 +1,6 @@
 -- Semaphore holders. Expects the locals `holders`, a sorted set of lease ends in ms with one member per
--- permit, and `tenants`, the tenant index (or nil when the call declared none). A lease token is
+-- permit, `tenants`, the tenant index (or nil when the call declared none), and `turns`, the waiting
+-- tenants' turns (see queue.lua; or nil). A lease token is
 -- '<random>' or '<random>@<tenant>' (random: base64url, no '@' or '~'); a holder of weight w is its
 -- token plus '<random>~2[@<tenant>]' .. '<random>~w[@<tenant>]', all at one score, so permits used =
 -- members, and no other key ever has to be read (or could be evicted apart) to know them.
@@ -46,10 +47,25 @@ local function tenant_used(tenant)
   return tonumber(redis.call('ZSCORE', tenants, tenant)) or 0
 end
 
+-- A waiting tenant found at its cap is parked (lib/grant.lua): its turn's tag is kept, raised by
+-- TURN_PARKED, so that it sorts after every tenant that may be served and the grants stop reading it
+-- until it could fit again: when one of its permits returns (here) or its first waiter changes
+-- (queue_drop). Reading every capped tenant on every grant made a grant cost O(tenants).
+local TURN_PARKED = 2 ^ 50
+
+local function tenant_unpark(tenant)
+  local tag = tonumber(redis.call('ZSCORE', turns, tenant))
+  if tag and tag >= TURN_PARKED then redis.call('ZADD', turns, string.format('%.0f', tag - TURN_PARKED), tenant) end
+end
+
 local function tenants_add(tenant, permits)
   if tenant == '' or not tenants then return end
   if tonumber(redis.call('ZINCRBY', tenants, permits, tenant)) <= 0 then redis.call('ZREM', tenants, tenant) end
-  if permits > 0 then redis.call('ZADD', holders, '-inf', '~t') end
+  if permits > 0 then
+    redis.call('ZADD', holders, '-inf', '~t')
+  elseif turns then
+    tenant_unpark(tenant)
+  end
 end
 
 -- Lapsed leases are reclaimed here rather than by a sweeper.

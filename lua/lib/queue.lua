@@ -4,7 +4,8 @@
 --   expiry  sorted set: token -> waiter lease end, ms (a token is waiting iff it is here)
 --   meta    hash: '?'..token -> "weight limit tenantLimit ticket" as the caller passed them (strings: a
 --           limit of 2^53 must not turn into "9.007199254741e+15"); tenantLimit 0 for none; and '~v'
---   turns   sorted set: waiting tenant -> the tag of its next turn (nil for a lock: one line, no turns)
+--   turns   sorted set: waiting tenant -> the tag of its next turn (nil for a lock: one line, no turns);
+--           a tenant parked at its cap has its tag plus TURN_PARKED (see holders.lua, included before)
 -- A lock's waiters are all the tenant ''. A waiter's own short lease is refreshed by its process; a
 -- waiter whose process died lapses and stops blocking the ones behind it.
 
@@ -41,7 +42,12 @@ local function queue_drop(token)
   redis.call('HDEL', meta, '?' .. token)
   if turns then
     local from, to = queue_tenant(tenant)
-    if redis.call('ZLEXCOUNT', queue, from, to) == 0 then redis.call('ZREM', turns, tenant) end
+    if redis.call('ZLEXCOUNT', queue, from, to) == 0 then
+      redis.call('ZREM', turns, tenant)
+    else
+      -- Its first waiter may have changed (another weight, another cap): it may fit now.
+      tenant_unpark(tenant)
+    end
   end
 end
 

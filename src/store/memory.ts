@@ -2,6 +2,7 @@ import { WAITER_LEASE_MS } from "../defaults.js";
 import { ShutdownError } from "../errors.js";
 import { knownOptions, optionsObject, positiveMs } from "../validate.js";
 import { foldHold, type HoldRecord, holdKeptUntil, holdMsOf } from "./hold.js";
+import { Turns } from "./turns.js";
 import type {
   AcquireReply,
   Grant,
@@ -115,7 +116,7 @@ interface LockState {
 interface Queue {
   waiters: Map<string, Waiter>;
   tenants: Map<string, Map<string, Waiter>>;
-  turns: Map<string, number>;
+  turns: Turns;
   /** The tag of the last turn served. */
   virtual: number;
   earliest: number;
@@ -124,7 +125,7 @@ interface Queue {
 const newQueue = (): Queue => ({
   waiters: new Map(),
   tenants: new Map(),
-  turns: new Map(),
+  turns: new Turns(),
   virtual: 0,
   earliest: Number.POSITIVE_INFINITY,
 });
@@ -148,6 +149,8 @@ function holdersRemove(state: SemaphoreState, token: string): Holder | undefined
     const left = (state.tenantUsed.get(holder.tenant) ?? 0) - holder.weight;
     if (left > 0) state.tenantUsed.set(holder.tenant, left);
     else state.tenantUsed.delete(holder.tenant);
+    // Parked at its cap, the tenant may fit again (lua/lib/holders.lua).
+    state.queue.turns.unpark(holder.tenant);
   }
   if (state.holders.size === 0) state.earliest = Number.POSITIVE_INFINITY;
   return holder;
@@ -189,6 +192,9 @@ function queueDrop(queue: Queue, token: string): void {
   if (ofTenant !== undefined && ofTenant.size === 0) {
     queue.tenants.delete(waiter.tenant);
     queue.turns.delete(waiter.tenant);
+  } else {
+    // Its first waiter may have changed (another weight, another cap): it may fit now.
+    queue.turns.unpark(waiter.tenant);
   }
 }
 
@@ -230,11 +236,6 @@ function queueAdd(queue: Queue, token: string, waiter: Waiter): void {
   queue.earliest = Math.min(queue.earliest, waiter.expiresAt);
 }
 
-/** The waiting tenants in turn order: by the tag of their next turn, then by name. */
-function queueInTurn(queue: Queue): string[] {
-  return [...queue.turns].sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([tenant]) => tenant);
-}
-
 /** The first waiter of a tenant's line. */
 function queueHead(queue: Queue, tenant: string): [string, Waiter] {
   return (queue.tenants.get(tenant) as Map<string, Waiter>).entries().next().value as [string, Waiter];
@@ -243,7 +244,7 @@ function queueHead(queue: Queue, tenant: string): [string, Waiter] {
 /** A tenant's turn is served: the next is one tag on, if it still has waiters. */
 function queueServed(queue: Queue, tenant: string, tag: number): void {
   queue.virtual = tag;
-  if (queue.turns.has(tenant)) queue.turns.set(tenant, tag + 1);
+  if (queue.turns.tag(tenant) !== undefined) queue.turns.set(tenant, tag + 1);
 }
 
 /** What a local wait joins with: the wait's end stands for the waiter lease. */
@@ -802,7 +803,8 @@ class EmbeddedStore implements LocalStore {
 
   /**
    * Grants in turn (lua/lib/grant.lua): over the waiting tenants in turn order,
-   * a tenant at its cap is skipped (it holds back nobody else), and the first
+   * a tenant at its cap is parked (it holds back nobody else, and is not read
+   * again until it could fit: see {@link Turns}), and the first
    * whose next waiter does not fit the permits (its own limit and the id's)
    * stops the grants (nobody overtakes it). A grant reserves the permits until
    * the waiter's own lease ends; a waiter of this process gets its full lease
@@ -817,36 +819,31 @@ class EmbeddedStore implements LocalStore {
     let selfFence: number | undefined;
     let reservedMs = Number.POSITIVE_INFINITY;
     const queue = state.queue;
-    for (let progress = true; progress && queue.waiters.size > 0; ) {
-      progress = false;
-      for (const tenant of queueInTurn(queue)) {
-        const [token, waiter] = queueHead(queue, tenant);
-        if (tenantUsed(state, tenant) + waiter.weight > waiter.tenantLimit) continue;
-        if (state.used + waiter.weight > Math.min(waiter.limit, state.idLimit)) {
-          progress = false;
-          break;
-        }
-        const tag = queue.turns.get(tenant) as number;
-        queueDrop(queue, token);
-        queueServed(queue, tenant, tag);
-        const fence = this.#fenceNext(state);
-        if (token === self) {
-          holdersAdd(state, token, waiter.weight, now + selfLeaseMs);
-          selfFence = fence;
-        } else if (waiter.local !== undefined) {
-          holdersAdd(state, token, waiter.weight, now + waiter.local.leaseMs);
-          told ??= [];
-          told.push([waiter.local, fence]);
-        } else {
-          holdersAdd(state, token, waiter.weight, waiter.expiresAt);
-          granted ??= [];
-          fences ??= [];
-          granted.push(token);
-          fences.push(fence);
-          reservedMs = Math.min(reservedMs, waiter.expiresAt - now);
-        }
-        progress = true;
-        break;
+    for (let turn = queue.turns.first(); turn !== undefined; turn = queue.turns.first()) {
+      const [tenant, tag] = turn;
+      const [token, waiter] = queueHead(queue, tenant);
+      if (tenantUsed(state, tenant) + waiter.weight > waiter.tenantLimit) {
+        queue.turns.park(tenant);
+        continue;
+      }
+      if (state.used + waiter.weight > Math.min(waiter.limit, state.idLimit)) break;
+      queueDrop(queue, token);
+      queueServed(queue, tenant, tag);
+      const fence = this.#fenceNext(state);
+      if (token === self) {
+        holdersAdd(state, token, waiter.weight, now + selfLeaseMs);
+        selfFence = fence;
+      } else if (waiter.local !== undefined) {
+        holdersAdd(state, token, waiter.weight, now + waiter.local.leaseMs);
+        told ??= [];
+        told.push([waiter.local, fence]);
+      } else {
+        holdersAdd(state, token, waiter.weight, waiter.expiresAt);
+        granted ??= [];
+        fences ??= [];
+        granted.push(token);
+        fences.push(fence);
+        reservedMs = Math.min(reservedMs, waiter.expiresAt - now);
       }
     }
     if (granted !== undefined) {
@@ -974,7 +971,8 @@ function latestOf(...groups: Iterable<{ expiresAt: number }>[]): number {
 
 /** Live waiters in the order they will be served: tenants in turn, each tenant's in arrival order. */
 function inspectQueue(queue: Queue, now: number): Inspection["waiters"] {
-  return queueInTurn(queue)
+  return queue.turns
+    .inOrder()
     .flatMap((tenant) => [...(queue.tenants.get(tenant) as Map<string, Waiter>)])
     .filter(([, waiter]) => waiter.expiresAt > now)
     .map(([token, waiter]) => ({ token, weight: waiter.weight, expiresInMs: Math.ceil(waiter.expiresAt - now) }));

@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import { lock, type SemaphoreLease, SemaphoreNotAcquiredError, semaphore, ValidationError } from "../../src/index.js";
 import { uniquePrefix } from "../support/redis.js";
@@ -126,6 +127,79 @@ describe.each(storesUnderTest)("fair tenant shares on the $name store", ({ make,
     // Acme's first waiter had its turn before the others arrived; then each tenant in turn.
     expect(order.slice(0, 4)).toEqual(["acme1", "globex1", "initech1", "acme2"]);
     expect(order).toHaveLength(8);
+  });
+
+  it("tenant A with 1,000 queued requests: B's one is granted before A gets more than one further permit per free slot", async () => {
+    const { slots } = setup({ limit: 4, tenantLimit: 4, waitMs: 60_000 });
+    // Acme holds every permit, then queues 1,000 more; its cap is the id's limit, so only the queue's turns
+    // stand between it and globex.
+    const free = (await Promise.all([1, 2, 3, 4].map(() => slots.acquire("k", { tenant: "acme" })))) as SemaphoreLease[];
+    const order: string[] = [];
+    const abort = new AbortController();
+    setMaxListeners(2_000, abort.signal); // one signal for the whole flood
+    const flood = Array.from({ length: 1_000 }, () =>
+      slots.acquire("k", { tenant: "acme", signal: abort.signal }).then(
+        (lease) => {
+          order.push("acme");
+          free.push(lease as SemaphoreLease);
+        },
+        () => {},
+      ),
+    );
+    await eventually(async () => (await slots.stats("k")).waiting === 1_000, 30_000);
+    for (let round = 0; round < 3; round++) {
+      let globex: SemaphoreLease | undefined;
+      const arriving = slots.acquire("k", { tenant: "globex" }).then((lease) => {
+        order.push("globex");
+        globex = lease as SemaphoreLease;
+      });
+      await eventually(async () => (await slots.stats("k", { tenant: "globex" })).waiting === 1);
+      // Free one permit at a time; each is granted to one of them.
+      const before = order.length;
+      let freed = 0;
+      while (globex === undefined) {
+        await (free.shift() as SemaphoreLease).release();
+        freed++;
+        await eventually(() => order.length === before + freed);
+        expect(freed, `round ${round}: ${order.slice(before).join(" ")}`).toBeLessThanOrEqual(2);
+      }
+      await arriving;
+      expect(order.slice(before, -1).every((tenant) => tenant === "acme")).toBe(true);
+      expect(order.length - 1 - before, "acme's further permits before globex's").toBeLessThanOrEqual(1);
+      await (globex as SemaphoreLease).release();
+      await eventually(() => order.length === before + freed + 1); // acme has the permit globex gave back
+    }
+    expect(await slots.stats("k", { tenant: "acme" })).toMatchObject({
+      used: 4,
+      waiting: 1_000 - order.filter((t) => t === "acme").length,
+    });
+    abort.abort();
+    await Promise.all(flood);
+    for (const lease of free) await lease.release();
+    expect(await slots.stats("k")).toMatchObject({ used: 0, waiting: 0 });
+  });
+
+  it("a tenant waiting at its cap is served as soon as its first waiter leaves and the next one fits", async () => {
+    const { slots } = setup({ limit: 10, tenantLimit: 3, waitMs: 30_000 });
+    const held = [await slots.acquire("k", { tenant: "acme" }), await slots.acquire("k", { tenant: "acme" })];
+    // Acme's first waiter needs 2 permits (2 + 2 > its cap of 3); the one behind it needs 1, and waits its turn.
+    const abort = new AbortController();
+    const heavy = slots.acquire("k", { tenant: "acme", weight: 2, signal: abort.signal }).catch((e: unknown) => e);
+    await eventually(async () => (await slots.stats("k")).waiting === 1);
+    let light: SemaphoreLease | null | undefined;
+    const lightWait = slots.acquire("k", { tenant: "acme" }).then((lease) => {
+      light = lease;
+    });
+    await eventually(async () => (await slots.stats("k")).waiting === 2);
+    expect(light).toBeUndefined();
+    // The first leaves: nothing was released, yet the next one fits acme's cap now.
+    abort.abort();
+    await heavy;
+    await eventually(() => light !== undefined);
+    await lightWait;
+    expect(light).toMatchObject({ tenant: "acme", weight: 1 });
+    expect(await slots.stats("k", { tenant: "acme" })).toMatchObject({ used: 3, waiting: 0 });
+    for (const lease of [...held, light]) await lease?.release();
   });
 
   it("a tenant at its cap never holds back other tenants", async () => {

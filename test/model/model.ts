@@ -118,6 +118,20 @@ export const tenantOf = (token: string): string => {
   return at < 0 ? "" : token.slice(at + 1);
 };
 
+/**
+ * Tenant names in code point order: the order of their UTF-8 bytes, which is how Redis sorts members.
+ * (JavaScript's `<` compares UTF-16 units: "\u{1F600}" before "\uE000", where Redis puts it after.)
+ */
+export const byCodePoint = (a: string, b: string): number => {
+  for (let i = 0; i < a.length && i < b.length; i++) {
+    const x = a.codePointAt(i) as number;
+    const y = b.codePointAt(i) as number;
+    if (x !== y) return x - y;
+    if (x > 0xffff) i++;
+  }
+  return a.length - b.length;
+};
+
 /** The next fence of an id whose last was `last`, at `now` (ms): the stores' clocks in µs. */
 const nextFence = (last: number, now: number): number => Math.max(last + 1, now * 1000);
 
@@ -202,7 +216,7 @@ export class SemaphoreModel {
 
   /** Tenants in turn order. */
   #inTurn(): string[] {
-    return [...this.turns].sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([tenant]) => tenant);
+    return [...this.turns].sort((a, b) => a[1] - b[1] || byCodePoint(a[0], b[0])).map(([tenant]) => tenant);
   }
 
   /**
