@@ -9,18 +9,7 @@
 -- (its members are removed either way). A live lease's hold is folded into the id's typical hold
 -- (lib/hold.lua).
 local holders, tenants = KEYS[1], KEYS[2]
-local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')
-local fenced, tenanted, marked = nil, false, nil
-for i = 1, #marks do
-  local mark = marks[i]
-  if mark == '~' then return {-1} end
-  if mark == '~t' then
-    tenanted = true
-  else
-    local kind = string.sub(mark, 1, 2)
-    if kind == '~f' then fenced = mark elseif kind == '~h' then marked = mark end
-  end
-end
+--!include lib/marks.lua
 if tenants and tenanted and redis.call('EXISTS', tenants) == 0 then return {-1} end
 --!include lib/clock.lua
 
@@ -54,7 +43,7 @@ for i = 1, #ARGV, 3 do
     out[#out + 1] = 1
     if held >= 0 then
       if not parsed then
-        avg, upto = string.match(marked or '', '(%d+):(%d+)$')
+        avg, upto = string.match(record or '', '(%d+):(%d+)$')
         avg, upto, parsed = tonumber(avg), tonumber(upto), true
       end
 --!include lib/hold.lua
@@ -68,7 +57,7 @@ end
 if wrote then
   local mark = string.format('~h%d:%d', avg, upto)
   redis.call('ZADD', holders, '-inf', mark)
-  if marked and marked ~= mark then redis.call('ZREM', holders, marked) end
+  if record and record ~= mark then redis.call('ZREM', holders, record) end
 end
 local tenantMark = tenanted
 if tenants and tenanted and redis.call('EXISTS', tenants) == 0 then
@@ -79,7 +68,7 @@ end
 -- (lib/fence.lua) or the typical hold still counts (lib/hold.lua): then it stays, holding those
 -- alone, until then.
 if present == 0 and not tenantMark then
-  if not parsed then upto = tonumber(string.match(marked or '', ':(%d+)$')) end
+  if not parsed then upto = tonumber(string.match(record or '', ':(%d+)$')) end
   local keep = nil
   if fenced then
     local fence = tonumber(string.sub(fenced, 3))

@@ -13,20 +13,7 @@
 -- until the nearest lease ends (negative: refused because its tenant is at its cap, the ms until
 -- the tenant's own nearest lease ends) and the id's typical hold (lib/hold.lua; 0: none).
 local holders, tenants = KEYS[1], KEYS[2]
--- The markers, read at once: '~' (waiters), '~f<fence>' (the last fence), '~h<record>' (the
--- typical hold, lib/hold.lua), '~t' (tenant holders).
-local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')
-local fenced, tenanted, record = nil, false, nil
-for i = 1, #marks do
-  local mark = marks[i]
-  if mark == '~' then return {-1} end
-  if mark == '~t' then
-    tenanted = true
-  else
-    local kind = string.sub(mark, 1, 2)
-    if kind == '~f' then fenced = mark elseif kind == '~h' then record = mark end
-  end
-end
+--!include lib/marks.lua
 if tenanted then
   if not tenants then return {-2} end
   if redis.call('EXISTS', tenants) == 0 then return {-1} end
