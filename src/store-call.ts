@@ -120,19 +120,19 @@ export function bounded<T>(
 ): Promise<T> {
   const bound = timeoutOf(store);
   const limit = bound === undefined ? undefined : Math.max(1, Math.ceil(bound - spentMs));
+  // Every answer says the store is up; a call that could not reach it takes it down. Told from the
+  // handlers below, not a chain of its own: no promise more per call. (An answer after our timeout
+  // is not heard; the breaker's probe follows within 2 s.)
   const breaker = breakerOf(store);
-  if (breaker !== undefined) {
-    // Every answer says the store is up; a call that could not reach it takes it down.
-    pending.then(
-      () => breaker.answered(),
-      (error: unknown) => breaker.failed(error),
-    );
-  }
   if (limit === undefined) {
     // Promise.resolve is the promise itself when it is one; a store that answers a plain value still works.
     return Promise.resolve(pending).then(
-      (reply) => checked(store, operation, reply, valid, subject),
+      (reply) => {
+        breaker?.answered();
+        return checked(store, operation, reply, valid, subject);
+      },
       (error: unknown) => {
+        breaker?.failed(error);
         throw failed(store, operation, error, subject);
       },
     );
@@ -155,10 +155,12 @@ export function bounded<T>(
   return Promise.race([pending, timeout]).then(
     (reply) => {
       clearTimeout(timer);
+      breaker?.answered();
       return checked(store, operation, reply, valid, subject);
     },
     (error: unknown) => {
       clearTimeout(timer);
+      breaker?.failed(error);
       throw failed(store, operation, error, subject);
     },
   );
