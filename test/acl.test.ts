@@ -1,8 +1,8 @@
-import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lock, redisStore, StorePermissionError, semaphore } from "../src/index.js";
+import { cli } from "./support/cli.js";
 import { type RedisServer, startRedisServer } from "./support/redis-server.js";
 import { eventually } from "./support/stores.js";
 
@@ -90,10 +90,10 @@ describe("least privilege: the documented ACL", () => {
 
     // The command, as the same user: inspect, then release the lock.
     const url = `redis://core:pw@127.0.0.1:${server.port}`;
-    const inspected = await run(["inspect", "l", "--kind", "lock", "--json", "--url", url]);
+    const inspected = await cli(["inspect", "l", "--kind", "lock", "--json", "--url", url]);
     expect(inspected.code).toBe(0);
     expect(JSON.parse(inspected.stdout).holders[0].owner).toBe("cron");
-    const released = await run(["release", "l", "--kind", "lock", "--token", held?.token as string, "--url", url]);
+    const released = await cli(["release", "l", "--kind", "lock", "--token", held?.token as string, "--url", url]);
     expect(released.stderr).toBe("");
     expect(released.code).toBe(0);
     expect(await held?.extend()).toBe(false);
@@ -186,19 +186,3 @@ describe("least privilege: a permission the ACL lacks", () => {
     await first?.release();
   });
 });
-
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk;
-    });
-    child.once("error", reject);
-    child.once("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}

@@ -2,38 +2,10 @@ import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
 import { LockLeaseLostError, lock, redisStore, SemaphoreLeaseLostError, semaphore } from "../src/index.js";
+import { COMMAND, cli, type Ran } from "./support/cli.js";
 import { newRedis, redisUrl, uniquePrefix } from "./support/redis.js";
 import { freePort } from "./support/redis-server.js";
 import { eventually, gate } from "./support/stores.js";
-
-// The command as `npx leasehold` runs it, from its source (no build step): a real process, a real Redis.
-const COMMAND = [process.execPath, "--import", "tsx", "src/cli/main.ts"] as const;
-
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the command to its end, stdin closed (not a terminal). */
-function cli(args: string[], env: Record<string, string | undefined> = {}): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(COMMAND[0], [...COMMAND.slice(1), ...args], {
-      env: { ...process.env, REDIS_URL: undefined, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk;
-    });
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk;
-    });
-    child.once("error", reject);
-    child.once("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 /** One clear line on stderr, nothing on stdout, and the exit status. */
 function failedWith(ran: Ran, code: number, says: RegExp): void {
