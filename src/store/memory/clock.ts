@@ -1,0 +1,55 @@
+/**
+ * Where the embedded store reads the time and sets its clean-up timers: the
+ * process's monotonic clock by default; the model-based suite passes a clock
+ * it advances itself, so that a failing case replays exactly (as lua/lib/clock.lua
+ * can be swapped for a clock the suite sets).
+ */
+export interface MemoryClock {
+  now(): number;
+  /**
+   * Where fences start: a clock in whole microseconds that never goes back
+   * within the process (see `fence` in the Store contract).
+   */
+  micros(): number;
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const processClock: MemoryClock = {
+  now: () => performance.now(),
+  // Wall time at the process's start plus monotonic time since: it never goes back within the
+  // process, and a restarted process starts past every fence its predecessor gave (as Redis's TIME).
+  micros: () => Math.floor((performance.timeOrigin + performance.now()) * 1000),
+  setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+/** Whole ms until `at`, at least 1 (and 1 when nothing is due). */
+export function untilMs(at: number, now: number): number {
+  return Number.isFinite(at) ? Math.max(1, Math.ceil(at - now)) : 1;
+}
+
+/**
+ * Drops (with `drop`) every entry whose lease ended by `now`; returns the
+ * earliest lease end left (Infinity: none), below which the next prune can
+ * be skipped. Holders and waiters lapse alike (lua: ZREMRANGEBYSCORE up to now).
+ */
+export function pruneLapsed<Entry extends { expiresAt: number }>(
+  entries: Map<string, Entry>,
+  now: number,
+  drop: (token: string) => void,
+): number {
+  let earliest = Number.POSITIVE_INFINITY;
+  for (const [token, entry] of entries) {
+    if (entry.expiresAt <= now) drop(token);
+    else if (entry.expiresAt < earliest) earliest = entry.expiresAt;
+  }
+  return earliest;
+}
+
+/** The latest lease end among entries (0: none). */
+export function latestOf(entries: Iterable<{ expiresAt: number }>): number {
+  let latest = 0;
+  for (const entry of entries) if (entry.expiresAt > latest) latest = entry.expiresAt;
+  return latest;
+}
