@@ -1,5 +1,6 @@
 import { randomFillSync } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
+import { offAbort, onAbort } from "./aborts.js";
 import type { StoreSource } from "./client.js";
 import type { NotAcquiredReason } from "./errors.js";
 import { type AcquiredEvent, channels, type RejectedEvent, type Subject, subjectOf } from "./events.js";
@@ -310,7 +311,7 @@ function waitLocally(
       done = true;
       foregroundTimers.cancel(timer);
       foregroundTimers.cancel(backup);
-      signal?.removeEventListener("abort", aborted);
+      if (signal !== undefined) offAbort(signal, aborted);
       return true;
     };
     const aborted = (): void => {
@@ -355,7 +356,7 @@ function waitLocally(
       resolve(refused(ops, reply, "wait-timeout", startedAt));
     });
     lookAt(reply.retryAfterMs);
-    signal?.addEventListener("abort", aborted, { once: true });
+    if (signal !== undefined) onAbort(signal, aborted);
   }).then((outcome) => ("at" in outcome ? acquired(ops, store, token, outcome, outcome.at, startedAt) : outcome));
 }
 

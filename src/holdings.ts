@@ -1,4 +1,6 @@
 import { setMaxListeners } from "node:events";
+import { offAbort, onAbort } from "./aborts.js";
+import { copyDue } from "./churn.js";
 import type { StoreSource } from "./client.js";
 import { CLOSE_GRACE_MS } from "./defaults.js";
 import { ShutdownError } from "./errors.js";
@@ -81,7 +83,9 @@ const SWEEP_FROM = 1024;
  */
 export class Holdings implements LeaseOwner {
   readonly #controller = new AbortController();
-  readonly #leases = new Set<LeaseHandle>();
+  /** Copied now and then (see churn.ts). */
+  #leases = new Set<LeaseHandle>();
+  #forgotten = 0;
   /** Acquisitions that did not answer in the turn they began. */
   #acquiring = 0;
   #closing: Promise<void> | undefined;
@@ -121,12 +125,12 @@ export class Holdings implements LeaseOwner {
     const fromClosing = (): void => controller.abort(closing.reason);
     if (own.aborted) fromOwn();
     else own.addEventListener("abort", fromOwn, { once: true });
-    closing.addEventListener("abort", fromClosing, { once: true });
+    onAbort(closing, fromClosing);
     return {
       settings: { ...settings, signal: controller.signal },
       unlink: () => {
         own.removeEventListener("abort", fromOwn);
-        closing.removeEventListener("abort", fromClosing);
+        offAbort(closing, fromClosing);
       },
     };
   }
@@ -160,7 +164,10 @@ export class Holdings implements LeaseOwner {
 
   /** A lease was given back (its store answered the release, either way). */
   released(lease: LeaseHandle): void {
-    this.#leases.delete(lease);
+    if (this.#leases.delete(lease) && copyDue(++this.#forgotten, this.#leases.size)) {
+      this.#forgotten = 0;
+      this.#leases = new Set(this.#leases);
+    }
     this.#settle();
   }
 

@@ -1,3 +1,5 @@
+import { copyDue } from "./churn.js";
+
 /**
  * Timers shared by everything due in the same millisecond: one Node timer per
  * millisecond that has something due, however many callers wait for it. A
@@ -9,7 +11,9 @@
  * before; callbacks of one millisecond run in the order they were added.
  */
 export class SharedTimers {
-  readonly #buckets = new Map<number, { timer: NodeJS.Timeout; due: Set<Due> }>();
+  /** Copied now and then (see churn.ts). */
+  #buckets = new Map<number, { timer: NodeJS.Timeout; due: Set<Due> }>();
+  #emptied = 0;
 
   /** `ref`: whether a pending callback keeps the process alive (as a `waitMs` should; renewals should not). */
   constructor(private readonly ref: boolean) {}
@@ -36,7 +40,7 @@ export class SharedTimers {
     if (bucket === undefined || !bucket.due.delete(entry)) return;
     if (bucket.due.size === 0) {
       clearTimeout(bucket.timer);
-      this.#buckets.delete(entry.ms);
+      this.#forget(entry.ms);
     }
   }
 
@@ -50,8 +54,16 @@ export class SharedTimers {
       if (!this.ref) bucket.timer.unref();
       return;
     }
-    this.#buckets.delete(ms);
+    this.#forget(ms);
     for (const entry of bucket.due) entry.callback();
+  }
+
+  #forget(ms: number): void {
+    this.#buckets.delete(ms);
+    if (copyDue(++this.#emptied, this.#buckets.size)) {
+      this.#emptied = 0;
+      this.#buckets = new Map(this.#buckets);
+    }
   }
 }
 

@@ -1,3 +1,4 @@
+import { offAbort, onAbort } from "./aborts.js";
 import { StorePermissionError } from "./errors.js";
 import type { AcquireReply, Grant, QueueOptions, Store } from "./store/types.js";
 import { leave, leaveIfTaken } from "./store-call.js";
@@ -306,7 +307,7 @@ export function waitForGrant(wait: Wait): Promise<Granted> {
       if (done) return;
       done = true;
       clearTimeout(expiry);
-      wait.signal?.removeEventListener("abort", aborted);
+      if (wait.signal !== undefined) offAbort(wait.signal, aborted);
       room.remove(token);
       if (!("error" in outcome)) {
         resolve(outcome);
@@ -375,7 +376,7 @@ export function waitForGrant(wait: Wait): Promise<Granted> {
     );
 
     if (wait.signal?.aborted) return aborted();
-    wait.signal?.addEventListener("abort", aborted, { once: true });
+    if (wait.signal !== undefined) onAbort(wait.signal, aborted);
     room.add(token, waiter);
     room.backupIn(retryAfterMs);
   });

@@ -1,3 +1,4 @@
+import { copyDue } from "../../churn.js";
 import { tenantOf } from "../types.js";
 import { pruneLapsed, untilMs } from "./clock.js";
 import type { IdState } from "./state.js";
@@ -11,7 +12,10 @@ export interface Holder {
 
 /** A semaphore id: its holders (lua/lib/holders.lua) beside what every id keeps. */
 export interface SemaphoreState extends IdState {
-  readonly holders: Map<string, Holder>;
+  /** Copied now and then (see churn.ts): read it from the state each time. */
+  holders: Map<string, Holder>;
+  /** Holders removed since `holders` was last copied. */
+  removed: number;
   /** Permits of every holder present, lapsed or not (as the members of the holders set in Redis). */
   used: number;
   /** The same, per tenant (the `:t` index in Redis); a tenant with none is not kept. */
@@ -40,6 +44,10 @@ export function holdersRemove(state: SemaphoreState, token: string): Holder | un
   const holder = state.holders.get(token);
   if (holder === undefined) return undefined;
   state.holders.delete(token);
+  if (copyDue(++state.removed, state.holders.size)) {
+    state.removed = 0;
+    state.holders = new Map(state.holders);
+  }
   state.used -= holder.weight;
   if (holder.tenant !== "") {
     const left = (state.tenantUsed.get(holder.tenant) ?? 0) - holder.weight;

@@ -1,3 +1,4 @@
+import { copyDue } from "../../churn.js";
 import type { Inspection } from "../types.js";
 import { latestOf, pruneLapsed } from "./clock.js";
 import { Turns } from "./turns.js";
@@ -40,8 +41,11 @@ export interface LocalJoin extends LocalWaiter {
  * pruning waits until it passes.
  */
 export interface Queue {
-  readonly waiters: Map<string, Waiter>;
+  /** Copied now and then, as each tenant's line (see churn.ts): read them from the queue each time. */
+  waiters: Map<string, Waiter>;
   readonly tenants: Map<string, Map<string, Waiter>>;
+  /** Waiters dropped since `waiters` was last copied. */
+  dropped: number;
   readonly turns: Turns;
   /** The tag of the last turn served (`~v`). */
   virtual: number;
@@ -51,6 +55,7 @@ export interface Queue {
 export const newQueue = (): Queue => ({
   waiters: new Map(),
   tenants: new Map(),
+  dropped: 0,
   turns: new Turns(),
   virtual: 0,
   earliest: Number.POSITIVE_INFINITY,
@@ -82,12 +87,19 @@ export function queueDrop(queue: Queue, token: string): void {
   const waiter = queue.waiters.get(token);
   if (waiter === undefined) return;
   queue.waiters.delete(token);
+  const copy = copyDue(++queue.dropped, queue.waiters.size);
+  if (copy) {
+    queue.dropped = 0;
+    queue.waiters = new Map(queue.waiters);
+  }
   const ofTenant = queue.tenants.get(waiter.tenant);
   ofTenant?.delete(token);
   if (ofTenant !== undefined && ofTenant.size === 0) {
     queue.tenants.delete(waiter.tenant);
     queue.turns.delete(waiter.tenant);
   } else {
+    // A tenant's line lives while it has waiters: copied with the waiters, when its own drop is due.
+    if (copy && ofTenant !== undefined) queue.tenants.set(waiter.tenant, new Map(ofTenant));
     // Its first waiter may have changed (another weight, another cap): it may fit now.
     queue.turns.unpark(waiter.tenant);
   }

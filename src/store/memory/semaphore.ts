@@ -36,6 +36,7 @@ export function semaphoreState(ids: Map<string, IdState>, env: Env, key: string)
   return idState(ids, env, key, (base) => ({
     ...base,
     holders: new Map(),
+    removed: 0,
     used: 0,
     tenantUsed: new Map(),
     earliest: Number.POSITIVE_INFINITY,
