@@ -77,8 +77,9 @@ if present == 0 and not tenantMark then
   if upto and upto > now and (not keep or upto > keep) then keep = upto end
   if keep then
     redis.call('PEXPIREAT', holders, string.format('%d', keep))
-  else
+  elseif record or fenced then
     redis.call('DEL', holders)
   end
+  -- Else the set held no marker either: the ZREM that emptied it removed the key already.
 end
 return out

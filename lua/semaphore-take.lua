@@ -52,18 +52,27 @@ for i = 1, #ARGV, 5 do
     fresh = fresh or card + nmarks == 0
     if tenant ~= '' then used = tonumber(redis.call('ZSCORE', tenants, tenant)) or 0 end
   end
-  -- A token already holding (a re-sent acquire) is refreshed in place, never counted twice.
-  local holding = redis.call('ZSCORE', holders, token)
+  -- A token already holding (a re-sent acquire) is refreshed in place, never counted twice. With
+  -- room for one permit, adding it with NX tells the two apart in one call (the common case).
+  local ends = now + lease
+  local holding, added = nil, false
+  if weight == 1 and card + 1 <= limit and (cap == 0 or used + 1 <= cap) then
+    added = redis.call('ZADD', holders, 'NX', ends, token) == 1
+    holding = not added
+  else
+    holding = redis.call('ZSCORE', holders, token)
+  end
   if holding or (card + weight <= limit and (cap == 0 or used + weight <= cap)) then
-    local ends = now + lease
-    local base, suffix = token, ''
-    if at then base, suffix = string.sub(token, 1, at - 1), string.sub(token, at) end
-    local members = { ends, token }
-    for w = 2, weight do
-      members[#members + 1] = ends
-      members[#members + 1] = base .. '~' .. w .. suffix
+    if not added then
+      local base, suffix = token, ''
+      if at then base, suffix = string.sub(token, 1, at - 1), string.sub(token, at) end
+      local members = { ends, token }
+      for w = 2, weight do
+        members[#members + 1] = ends
+        members[#members + 1] = base .. '~' .. w .. suffix
+      end
+      redis.call('ZADD', holders, unpack(members))
     end
-    redis.call('ZADD', holders, unpack(members))
     if not holding then
       card = card + weight
       if tenant ~= '' then

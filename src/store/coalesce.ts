@@ -39,7 +39,7 @@ export class Coalescer<I, R> {
       this.#groups.set(name, group);
     }
     if (group.inFlight < this.threshold && group.items.length === 0) {
-      return this.#dispatch(name, group, [item]).then((replies) => replies[0] as R);
+      return this.#dispatch(name, group, [item], true) as Promise<R>;
     }
     const current = group;
     return new Promise<R>((resolve, reject) => {
@@ -53,7 +53,7 @@ export class Coalescer<I, R> {
     const { items, waiting } = group;
     group.items = [];
     group.waiting = [];
-    this.#dispatch(name, group, items).then(
+    (this.#dispatch(name, group, items, false) as Promise<readonly R[]>).then(
       (replies) => {
         for (let i = 0; i < waiting.length; i++) (waiting[i] as Waiting<R>).resolve(replies[i] as R);
       },
@@ -63,7 +63,8 @@ export class Coalescer<I, R> {
     );
   }
 
-  #dispatch(name: string, group: Group<I, R>, items: I[]): Promise<readonly R[]> {
+  /** Sends `items`; answers the replies, or the first alone when `one` (a call that went at once: one promise less). */
+  #dispatch(name: string, group: Group<I, R>, items: I[], one: boolean): Promise<readonly R[] | R> {
     group.inFlight++;
     let sent: Promise<readonly R[]>;
     try {
@@ -81,7 +82,7 @@ export class Coalescer<I, R> {
         if (!Array.isArray(replies) || replies.length !== items.length) {
           throw new Error(`a coalesced call of ${items.length} answered ${JSON.stringify(replies)}`);
         }
-        return replies;
+        return one ? (replies[0] as R) : replies;
       },
       (error: unknown) => {
         done();

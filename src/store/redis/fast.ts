@@ -1,0 +1,121 @@
+// The fast paths of a semaphore (lua/semaphore-take.lua, semaphore-return.lua, semaphore-extend.lua):
+// almost every request makes these calls. One declared key (two when tenants hold), and the calls
+// of one turn on one id gathered into one script call (../coalesce.ts).
+import { Coalescer } from "../coalesce.js";
+import { flagsPerItem, type TakeAnswer, takeAnswers } from "./replies.js";
+import type { Script, Scripts } from "./scripts.js";
+
+/** In-flight calls of one kind on one id from which further calls are gathered into one. */
+const COALESCE_FROM = 2;
+/** Ids remembered as having waiters (or tenants); past this, forgetting costs one round trip. */
+const REMEMBERED_IDS = 10_000;
+
+/** A fast path's keys: the holders, and the tenants' permits when one of the tokens has a tenant. */
+const fastKeys = (key: string, tenanted: boolean): string[] => (tenanted ? [key, `${key}:t`] : [key]);
+
+/**
+ * Whether a fast call must declare the tenants' index: the id is remembered as having tenants, or
+ * one of its tokens has one (the memory of ids is bounded and starts over: a tenant lease released
+ * without the index would leave its tenant counting permits nobody holds).
+ */
+const withTenant = (items: readonly { token: string }[]): boolean => {
+  for (const item of items) if (item.token.includes("@")) return true;
+  return false;
+};
+
+export interface Take {
+  token: string;
+  limit: number;
+  weight: number;
+  leaseMs: number;
+  /** The tenant's cap, 0 for none. */
+  tenantLimit: number;
+}
+
+interface Return {
+  token: string;
+  weight: number;
+  heldMs: number;
+}
+
+interface Renewal {
+  token: string;
+  leaseMs: number;
+  weight: number;
+}
+
+type Run = (script: Script, keys: string[], args: (string | number)[]) => Promise<unknown>;
+
+/** Adds to a bounded set of ids: past its bound it starts over (forgetting costs a round trip, never a wrong path). */
+function remember(ids: Set<string>, key: string): void {
+  if (ids.size >= REMEMBERED_IDS) ids.clear();
+  ids.add(key);
+}
+
+export class FastPaths {
+  /**
+   * Ids whose fast path last answered "waiters here": their fail-fast acquires
+   * and releases go straight to the full script rather than trying the fast one
+   * first. Only a hint: the fast scripts check for waiters themselves.
+   */
+  readonly #contended = new Set<string>();
+  /**
+   * Ids with tenants (this process acquired for one, or a fast path said so): their fast calls
+   * declare the tenants' index too, so that any of them can prune a tenant's lapsed permits.
+   */
+  readonly #tenanted = new Set<string>();
+  // One group per id: the calls of one turn go out in the order they were made.
+  readonly takes: Coalescer<Take, TakeAnswer>;
+  readonly returns: Coalescer<Return, number | undefined>;
+  readonly extends: Coalescer<Renewal, number | undefined>;
+
+  constructor(scripts: Scripts, run: Run) {
+    this.takes = new Coalescer(COALESCE_FROM, (key, calls) => {
+      const script = scripts.semaphoreTake;
+      const args: (string | number)[] = [];
+      for (const call of calls) args.push(call.token, call.limit, call.weight, call.leaseMs, call.tenantLimit);
+      return run(script, fastKeys(key, this.#tenanted.has(key) || withTenant(calls)), args).then((reply) => {
+        if (Array.isArray(reply) && reply.length === 1 && reply[0] === -2) {
+          // Tenants hold on this id: declare their index from now on, and ask again.
+          remember(this.#tenanted, key);
+          return run(script, fastKeys(key, true), args).then((again) => takeAnswers(again, calls.length, script));
+        }
+        const replies = takeAnswers(reply, calls.length, script);
+        this.contention(key, replies[0] === undefined);
+        return replies;
+      });
+    });
+    this.returns = new Coalescer(COALESCE_FROM, (key, leases) => {
+      const script = scripts.semaphoreReturn;
+      const args: (string | number)[] = [];
+      for (const lease of leases) args.push(lease.token, lease.weight, lease.heldMs);
+      return run(script, fastKeys(key, this.#tenanted.has(key) || withTenant(leases)), args).then((reply) => {
+        const replies = flagsPerItem(reply, leases.length, script);
+        this.contention(key, replies[0] === undefined);
+        return replies;
+      });
+    });
+    this.extends = new Coalescer(COALESCE_FROM, (key, renewals) => {
+      const script = scripts.semaphoreExtend;
+      const args: (string | number)[] = [];
+      for (const renewal of renewals) args.push(renewal.token, renewal.leaseMs, renewal.weight);
+      return run(script, [key], args).then((reply) => flagsPerItem(reply, renewals.length, script));
+    });
+  }
+
+  /** Whether the id is known to have waiters: its calls take the full scripts at once. */
+  contended(key: string): boolean {
+    return this.#contended.has(key);
+  }
+
+  /** What a script said of the id's waiters. */
+  contention(key: string, contended: boolean): void {
+    if (contended) remember(this.#contended, key);
+    else this.#contended.delete(key);
+  }
+
+  /** The id has tenants: its fast calls declare their index. */
+  tenanted(key: string): void {
+    remember(this.#tenanted, key);
+  }
+}

@@ -1,0 +1,134 @@
+// The scripts' replies, checked and turned into what the Store interface answers. A reply of the
+// wrong shape throws `unexpected` (the engine turns it into StoreUnavailableError).
+import type { AcquireReply, Inspection, WaiterRefresh, WaiterStatus } from "../types.js";
+import { type Script, unexpected } from "./scripts.js";
+
+const STATUS_REPLIES = [0, 1, 2, 3, 4];
+
+/** A fence as the scripts send it: a positive safe integer. */
+const isFence = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n > 0;
+
+/** The id's typical hold as the scripts send it (lua/lib/hold-read.lua): whole ms, 0 for none. */
+const isHold = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n >= 0;
+
+/**
+ * `{status, ms, fence}` from a lock; `{status, ms, marked, fence}` from a
+ * semaphore (marked: whether the id keeps waiters). The last is the fence when
+ * status is 1, else the id's typical hold (0: none).
+ */
+export function acquireReply(reply: unknown, script: Script, length: 3 | 4): AcquireReply {
+  if (
+    Array.isArray(reply) &&
+    reply.length === length &&
+    STATUS_REPLIES.includes(reply[0]) &&
+    typeof reply[1] === "number" &&
+    (reply[0] === 1 ? isFence(reply[length - 1]) : isHold(reply[length - 1]))
+  ) {
+    const [status, retryAfterMs] = reply as [number, number];
+    const last = reply[length - 1] as number;
+    if (status === 1) return { acquired: true, retryAfterMs: 0, fence: last };
+    return {
+      acquired: false,
+      retryAfterMs,
+      ...(status === 2 ? { queued: true } : {}),
+      ...(status === 3 ? { queueFull: true } : {}),
+      ...(status === 4 ? { tenantFull: true } : {}),
+      ...(last > 0 ? { holdMs: last } : {}),
+    };
+  }
+  throw unexpected(reply, script);
+}
+
+export function flag(reply: unknown, script: Script): boolean {
+  if (reply === 0 || reply === 1) return reply === 1;
+  throw unexpected(reply, script);
+}
+
+/**
+ * A fast path's reply for `count` items: `{-1}` (the id has waiters: take the
+ * full path) becomes `undefined` for each; otherwise one 0 or 1 per item.
+ */
+export function flagsPerItem(reply: unknown, count: number, script: Script): (number | undefined)[] {
+  if (Array.isArray(reply)) {
+    if (reply.length === 1 && reply[0] === -1) return new Array(count).fill(undefined);
+    if (reply.length === count && reply.every((n) => n === 0 || n === 1)) return reply as number[];
+  }
+  throw unexpected(reply, script);
+}
+
+/**
+ * A take's answer per call: 0 and the fence when held; positive ms (refused)
+ * or negative ms (refused for the tenant's cap) and the id's typical hold (0:
+ * none). Undefined: take the full path.
+ */
+export type TakeAnswer = { refusedFor: number; fenceOrHold: number } | undefined;
+
+export function takeAnswers(reply: unknown, count: number, script: Script): TakeAnswer[] {
+  if (Array.isArray(reply)) {
+    if (reply.length === 1 && reply[0] === -1) return new Array(count).fill(undefined);
+    if (reply.length === count * 2) {
+      const answers: TakeAnswer[] = [];
+      for (let i = 0; i < reply.length; i += 2) {
+        const refusedFor = reply[i];
+        const fenceOrHold = reply[i + 1];
+        const valid = Number.isSafeInteger(refusedFor) && (refusedFor === 0 ? isFence(fenceOrHold) : isHold(fenceOrHold));
+        if (!valid) throw unexpected(reply, script);
+        answers.push({ refusedFor, fenceOrHold });
+      }
+      return answers;
+    }
+  }
+  throw unexpected(reply, script);
+}
+
+/** A take's answer as the Store interface says it. */
+export function takeReply(answer: NonNullable<TakeAnswer>): AcquireReply {
+  const { refusedFor, fenceOrHold } = answer;
+  if (refusedFor === 0) return { acquired: true, retryAfterMs: 0, fence: fenceOrHold };
+  const hold = fenceOrHold > 0 ? { holdMs: fenceOrHold } : {};
+  if (refusedFor > 0) return { acquired: false, retryAfterMs: refusedFor, ...hold };
+  return { acquired: false, tenantFull: true, retryAfterMs: -refusedFor, ...hold };
+}
+
+/** A release's hold as the scripts take it: whole ms, or -1 when not known (lua/lib/hold.lua). */
+export const heldArgument = (heldMs: number | undefined): number =>
+  heldMs === undefined || !(heldMs >= 0) ? -1 : Math.round(heldMs);
+
+const WAITER_STATUS: Record<number, WaiterStatus> = { 0: "gone", 1: "held", 2: "waiting" };
+
+/** A status and a fence (0 unless held) per token, then the ms until the nearest lease ends. */
+export function refreshed(reply: unknown, count: number, script: Script): WaiterRefresh {
+  if (Array.isArray(reply) && reply.length === count * 2 + 1 && typeof reply[count * 2] === "number") {
+    const statuses: WaiterStatus[] = [];
+    const fences: number[] = [];
+    for (let i = 0; i < count * 2; i += 2) {
+      const status = WAITER_STATUS[reply[i]];
+      const fence = reply[i + 1];
+      if (status === undefined || !(status === "held" ? isFence(fence) : fence === 0)) throw unexpected(reply, script);
+      statuses.push(status);
+      fences.push(fence);
+    }
+    return { statuses, fences, retryAfterMs: reply[count * 2] };
+  }
+  throw unexpected(reply, script);
+}
+
+/** Two flat lists of (token, weight, ms left): holders, then waiters in queue order. */
+export function inspection(reply: unknown, script: Script): Inspection {
+  const entries = (list: unknown): Inspection["holders"] | undefined => {
+    if (!Array.isArray(list) || list.length % 3 !== 0) return undefined;
+    const out: Inspection["holders"] = [];
+    for (let i = 0; i < list.length; i += 3) {
+      const [token, weight, expiresInMs] = [list[i], list[i + 1], list[i + 2]];
+      if (typeof token !== "string" || typeof weight !== "number" || typeof expiresInMs !== "number") return undefined;
+      out.push({ token, weight, expiresInMs });
+    }
+    return out;
+  };
+  if (Array.isArray(reply) && reply.length === 2) {
+    const holders = entries(reply[0]);
+    const waiters = entries(reply[1]);
+    if (holders !== undefined && waiters !== undefined) return { holders, waiters };
+  }
+  throw unexpected(reply, script);
+}
