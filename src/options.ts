@@ -1,6 +1,7 @@
-import { StoreKeys } from "./acquire.js";
 import { type StoreSource, storeSource } from "./client.js";
+import { HEARTBEAT_SHARE, RETRY_DELAY_MS } from "./defaults.js";
 import { ValidationError } from "./errors.js";
+import { StoreKeys } from "./store-keys.js";
 import {
   prefix as checkPrefix,
   delayMs,
@@ -110,7 +111,7 @@ export interface Defaults extends CallSettings {
   source: StoreSource;
   prefix: string;
   /** The store keys of ids under this prefix, made once each. */
-  keys: StoreKeys;
+  storeKeys: StoreKeys;
   kind: "semaphore" | "lock";
   leaseOption: LeaseOption;
   /** The settings of a call that passes no options, resolved once (settings are never mutated). */
@@ -144,7 +145,7 @@ function abortSignal(value: unknown): AbortSignal | undefined {
   );
 }
 
-const defaultHeartbeat = (leaseMs: number): number => Math.max(1, Math.floor(leaseMs / 4));
+const defaultHeartbeat = (leaseMs: number): number => Math.max(1, Math.floor(leaseMs * HEARTBEAT_SHARE));
 
 const retryDelay = (value: unknown): number => delayMs("retryDelayMs", value, "Pass the pause between attempts in ms.");
 
@@ -169,13 +170,13 @@ export function resolveDefaults(
     leaseOption,
     source: storeSource(options.client),
     prefix,
-    keys: new StoreKeys(prefix),
+    storeKeys: new StoreKeys(prefix),
     leaseMs,
     retries:
       options.retries === undefined
         ? 0
         : integerAtLeast("retries", options.retries, 0, "Pass how many more attempts to make when full; 0 fails fast."),
-    retryDelayMs: options.retryDelayMs === undefined ? 100 : retryDelay(options.retryDelayMs),
+    retryDelayMs: options.retryDelayMs === undefined ? RETRY_DELAY_MS : retryDelay(options.retryDelayMs),
     heartbeatMs: heartbeatExplicit ? heartbeat(options.heartbeatMs, leaseMs, kind, leaseOption) : defaultHeartbeat(leaseMs),
     heartbeatExplicit,
     onRenewError: optionalFunction("onRenewError", options.onRenewError),
