@@ -7,6 +7,12 @@ import { declaredTimeoutMs, type Store } from "./store/types.js";
 /**
  * Whether a store answers, as this process has seen it: `up`, or `down`
  * since a call failed to reach it, with when the next probe goes out.
+ *
+ * @example
+ * ```ts
+ * const health: StoreHealth = await slots.health();
+ * if (health.state === "down") log.warn({ nextProbeInMs: health.nextProbeInMs }, "leasehold store down");
+ * ```
  */
 export interface StoreHealth {
   state: "up" | "down";
@@ -115,12 +121,12 @@ export class Breaker {
 
   constructor(private readonly store: Store) {}
 
-  /** Throws the fast refusal while down; else remembers `key` as the next probe's target. */
-  admit(kind: "semaphore" | "lock", key: string): void {
+  /** Throws the fast refusal while down; else remembers `storeKey` as the next probe's target. */
+  admit(kind: "semaphore" | "lock", storeKey: string): void {
     const down = this.#down;
     if (down !== undefined) throw this.#refusal(down);
     this.#probeKind = kind;
-    this.#probeKey = key;
+    this.#probeKey = storeKey;
   }
 
   /** A call answered: the store is up. */
@@ -188,17 +194,17 @@ export class Breaker {
   #probe(): void {
     const down = this.#down;
     if (down === undefined) return;
-    const key = this.#probeKey;
+    const storeKey = this.#probeKey;
     // The same bound as every call's: a declared value a timer cannot hold (Infinity, "5s") is not used.
     const timeoutMs = declaredTimeoutMs(this.store);
     let read: Promise<unknown>;
     try {
       read =
-        key === undefined
+        storeKey === undefined
           ? Promise.resolve()
           : this.#probeKind === "lock"
-            ? this.store.lockStats(key)
-            : this.store.semaphoreStats(key);
+            ? this.store.lockStats(storeKey)
+            : this.store.semaphoreStats(storeKey);
     } catch (error) {
       read = Promise.reject(error);
     }

@@ -76,7 +76,15 @@ export interface Lease {
   release(): Promise<boolean>;
 }
 
-/** A lease on semaphore permits. */
+/**
+ * A lease on semaphore permits.
+ *
+ * @example
+ * ```ts
+ * const lease = await slots.acquire("openai", { weight: 2 });
+ * if (lease) console.log(`${lease.weight} of ${lease.limit} permits, fence ${lease.fence}`);
+ * ```
+ */
 export interface SemaphoreLease extends Lease {
   /** The limit the permits were taken under. */
   readonly limit: number;
@@ -86,7 +94,15 @@ export interface SemaphoreLease extends Lease {
   readonly tenant: string | undefined;
 }
 
-/** A lease on a lock. */
+/**
+ * A lease on a lock.
+ *
+ * @example
+ * ```ts
+ * const lease: LockLease | null = await locks.acquire("order:42");
+ * if (lease) await lease.release();
+ * ```
+ */
 export type LockLease = Lease;
 
 /** What a handle needs from its primitive: the store calls and the error that names a loss. */

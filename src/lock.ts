@@ -8,7 +8,14 @@ import type { CallOptions, KeepingOptions, OwnerOptions, RetryOptions, WaitOptio
 import type { Holder } from "./owner.js";
 import type { LockStats } from "./store/types.js";
 
-/** Options of `acquire` on a lock. */
+/**
+ * Options of `acquire` on a lock.
+ *
+ * @example
+ * ```ts
+ * const lease = await locks.acquire("order:42", { ttlMs: 10_000, waitMs: 1_000 });
+ * ```
+ */
 export interface LockAcquireOptions extends RetryOptions, WaitOptions, CallOptions, OwnerOptions {
   /**
    * How long the lock is held without an extend, in ms.
@@ -17,10 +24,24 @@ export interface LockAcquireOptions extends RetryOptions, WaitOptions, CallOptio
   ttlMs?: number;
 }
 
-/** Options of `run` on a lock. */
+/**
+ * Options of `run` on a lock.
+ *
+ * @example
+ * ```ts
+ * await locks.run("order:42", (lease) => charge(order, { signal: lease.signal }), { ttlMs: 10_000, heartbeatMs: 2_000 });
+ * ```
+ */
 export interface LockRunOptions extends LockAcquireOptions, KeepingOptions {}
 
-/** Options of {@link lock}. Every `acquire`/`run` option may be given here as a default. */
+/**
+ * Options of {@link lock}. Every `acquire`/`run` option may be given here as a default.
+ *
+ * @example
+ * ```ts
+ * const locks = lock({ client: redis, prefix: "billing", ttlMs: 10_000, waitMs: 500 });
+ * ```
+ */
 export interface LockOptions extends RetryOptions, WaitOptions, KeepingOptions, OwnerOptions {
   /**
    * Where leases live: an ioredis `Redis` or `Cluster`, a promise of one, a
@@ -39,7 +60,19 @@ export interface LockOptions extends RetryOptions, WaitOptions, KeepingOptions, 
   ttlMs?: number;
 }
 
-/** A distributed mutual-exclusion lock; see {@link lock}. */
+/**
+ * A distributed mutual-exclusion lock; see {@link lock}.
+ *
+ * @example
+ * ```ts
+ * const locks: Lock = lock(redis, { ttlMs: 10_000 });
+ * const lease = await locks.acquire("order:42");
+ * if (lease) {
+ *   try { await charge(order, { signal: lease.signal }); }
+ *   finally { await lease.release(); }
+ * }
+ * ```
+ */
 export interface Lock {
   /**
    * Takes the lock on `id`, or resolves `null` when someone else holds it

@@ -12,7 +12,14 @@ import {
   positiveMs,
 } from "./validate.js";
 
-/** Options shared by `acquire` and `run` of both primitives. */
+/**
+ * Options shared by `acquire` and `run` of both primitives: a bounded spin when full.
+ *
+ * @example
+ * ```ts
+ * const lease = await slots.acquire("openai", { retries: 3, retryDelayMs: 50 });
+ * ```
+ */
 export interface RetryOptions {
   /**
    * Further attempts when no permit is free. 0 fails fast.
@@ -26,7 +33,14 @@ export interface RetryOptions {
   retryDelayMs?: number;
 }
 
-/** Options of the waiting mode: a fair FIFO queue instead of failing fast or spinning. */
+/**
+ * Options of the waiting mode: a fair FIFO queue instead of failing fast or spinning.
+ *
+ * @example
+ * ```ts
+ * const text = await slots.run("openai", (lease) => callModel(prompt, { signal: lease.signal }), { waitMs: 2_000, maxQueue: 100 });
+ * ```
+ */
 export interface WaitOptions {
   /**
    * The longest a caller waits in the id's queue for a permit, in ms. 0 fails
@@ -43,7 +57,14 @@ export interface WaitOptions {
   maxQueue?: number;
 }
 
-/** Options of one `acquire` or `run` call. */
+/**
+ * Options of one `acquire` or `run` call.
+ *
+ * @example
+ * ```ts
+ * const lease = await slots.acquire("openai", { waitMs: 5_000, signal: AbortSignal.timeout(1_000) });
+ * ```
+ */
 export interface CallOptions {
   /**
    * Cancels the call while it has not got its lease (during retries): it
@@ -73,7 +94,17 @@ export interface OwnerOptions {
   owner?: string;
 }
 
-/** Options of `run` only: how the lease is kept while the body works. */
+/**
+ * Options of `run` only: how the lease is kept while the body works.
+ *
+ * @example
+ * ```ts
+ * await locks.run("report", (lease) => build({ signal: lease.signal }), {
+ *   heartbeatMs: 5_000,
+ *   onRenewError: (error) => log.warn({ error }, "renewal failed; retrying"),
+ * });
+ * ```
+ */
 export interface KeepingOptions {
   /**
    * Renewal interval while the body runs, in ms. Must be at most half the

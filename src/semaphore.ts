@@ -8,7 +8,14 @@ import type { CallOptions, KeepingOptions, OwnerOptions, RetryOptions, WaitOptio
 import type { Holder } from "./owner.js";
 import type { TenantCallOptions, TenantFactoryOptions } from "./tenants.js";
 
-/** Options of `acquire` on a semaphore. */
+/**
+ * Options of `acquire` on a semaphore.
+ *
+ * @example
+ * ```ts
+ * const lease = await slots.acquire("openai", { weight: 2, tenant: "acme", tenantLimit: 5 });
+ * ```
+ */
 export interface SemaphoreAcquireOptions extends RetryOptions, WaitOptions, CallOptions, TenantCallOptions, OwnerOptions {
   /**
    * How long the permit is held without an extend, in ms.
@@ -27,10 +34,24 @@ export interface SemaphoreAcquireOptions extends RetryOptions, WaitOptions, Call
   limit?: number;
 }
 
-/** Options of `run` on a semaphore. */
+/**
+ * Options of `run` on a semaphore.
+ *
+ * @example
+ * ```ts
+ * await slots.run("openai", (lease) => callModel(prompt, { signal: lease.signal }), { leaseMs: 30_000, waitMs: 2_000 });
+ * ```
+ */
 export interface SemaphoreRunOptions extends SemaphoreAcquireOptions, KeepingOptions {}
 
-/** Options of {@link semaphore}. Every `acquire`/`run` option may be given here as a default. */
+/**
+ * Options of {@link semaphore}. Every `acquire`/`run` option may be given here as a default.
+ *
+ * @example
+ * ```ts
+ * const slots = semaphore({ client: redis, limit: (id) => (id.startsWith("batch:") ? 2 : 20), leaseMs: 60_000, waitMs: 1_000 });
+ * ```
+ */
 export interface SemaphoreOptions extends RetryOptions, WaitOptions, KeepingOptions, TenantFactoryOptions, OwnerOptions {
   /**
    * Where leases live: an ioredis `Redis` or `Cluster`, a promise of one, a
@@ -51,7 +72,18 @@ export interface SemaphoreOptions extends RetryOptions, WaitOptions, KeepingOpti
   leaseMs?: number;
 }
 
-/** A distributed counting semaphore; see {@link semaphore}. */
+/**
+ * A distributed counting semaphore; see {@link semaphore}.
+ *
+ * @example
+ * ```ts
+ * const slots: Semaphore = semaphore(redis, { limit: 20 });
+ * const lease = await slots.acquire("openai");
+ * if (!lease) throw new Error("busy");
+ * try { await callModel(prompt, { signal: lease.signal }); }
+ * finally { await lease.release(); }
+ * ```
+ */
 export interface Semaphore {
   /**
    * Takes permits on `id`, or resolves `null` when they are all taken (after
@@ -127,7 +159,15 @@ export interface Semaphore {
   close(options?: CloseOptions): Promise<void>;
 }
 
-/** What {@link Semaphore.stats} reports. */
+/**
+ * What {@link Semaphore.stats} reports.
+ *
+ * @example
+ * ```ts
+ * const { used, available, waiting } = await slots.stats("openai");
+ * if (available === 0 && waiting > 10) log.warn({ used, waiting }, "openai saturated");
+ * ```
+ */
 export interface SemaphoreStats {
   /**
    * The limit you passed: the semaphore's, or its limit function's answer for
@@ -147,7 +187,15 @@ export interface SemaphoreStats {
   tenants: number;
 }
 
-/** What {@link Semaphore.stats} reports for one tenant of an id. */
+/**
+ * What {@link Semaphore.stats} reports for one tenant of an id.
+ *
+ * @example
+ * ```ts
+ * const acme = await slots.stats("openai", { tenant: "acme", tenantLimit: 5 });
+ * console.log(`${acme.used}/${acme.limit} used, ${acme.waiting} waiting`);
+ * ```
+ */
 export interface TenantStats {
   tenant: string;
   /** The tenant's cap: its `tenantLimit`. */

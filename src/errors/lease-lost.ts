@@ -52,5 +52,13 @@ export class LockLeaseLostError extends LeaseholdError {
   }
 }
 
-/** Both kinds of lease loss, for code that handles either. */
+/**
+ * Both kinds of lease loss, for code that handles either.
+ *
+ * @example
+ * ```ts
+ * const lost = (error: unknown): error is LeaseLostError =>
+ *   error instanceof SemaphoreLeaseLostError || error instanceof LockLeaseLostError;
+ * ```
+ */
 export type LeaseLostError = SemaphoreLeaseLostError | LockLeaseLostError;

@@ -6,6 +6,11 @@ import { LeaseholdError } from "./base.js";
  * semaphores with tenants only; when both hold, this one: the tenant's own cap
  * is what it can act on), the queue at `maxQueue` or `tenantMaxQueue`
  * (`"queue-full"`), or `waitMs` spent (`"wait-timeout"`).
+ *
+ * @example
+ * ```ts
+ * const status = (reason: NotAcquiredReason): number => (reason === "tenant-full" ? 429 : 503);
+ * ```
  */
 export type NotAcquiredReason = "full" | "tenant-full" | "queue-full" | "wait-timeout";
 
