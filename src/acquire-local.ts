@@ -1,7 +1,7 @@
 import { offAbort, onAbort, pauseUnlessAborted } from "./aborts.js";
 import type { LeaseCall } from "./lease-call.js";
-import type { CallSettings } from "./options.js";
 import { type Acquired, acquired, type Refused, refused, why } from "./outcomes.js";
+import type { CallSettings } from "./settings.js";
 import type { LocalStore } from "./store/memory.js";
 import { type Due, foregroundTimers } from "./timers.js";
 
@@ -17,11 +17,10 @@ export async function acquireLocally(
   token: string,
   startedAt: number,
 ): Promise<Acquired | Refused> {
-  const { kind, storeKey, limit, weight, leaseMs } = call;
   if (settings.waitMs > 0) return waitLocally(store, settings, call, token, startedAt);
   for (let count = 0; ; count++) {
     const sentAt = performance.now();
-    const reply = store.takeNow(kind, storeKey, token, limit, weight, leaseMs, call.tenant);
+    const reply = store.takeNow(call.kind, call.storeKey, token, call.limit, call.weight, call.leaseMs, call.tenant);
     if (reply.acquired) return acquired(call, store, token, reply, sentAt, startedAt);
     if (count >= settings.retries) return refused(call, reply, why(reply), startedAt);
     if (settings.retryDelayMs > 0) await pauseUnlessAborted(settings.retryDelayMs, settings.signal);

@@ -8,10 +8,10 @@ import {
   SEMAPHORE_RUN_OPTIONS,
   TENANT_STATS_OPTIONS,
 } from "./option-lists.js";
-import { factoryOptions, resolveCall } from "./options.js";
 import { byAge, checkOwner, defaultOwner, type Holder, holderOf } from "./owner.js";
 import type { Semaphore, SemaphoreStats, TenantStats } from "./semaphore.js";
 import { SemaphoreCall, type SemaphoreLeaseHandle } from "./semaphore-call.js";
+import { factoryOptions, resolveCall } from "./settings.js";
 import type { SemaphoreFigures } from "./store/types.js";
 import { isCount, isFigures } from "./store-call.js";
 import { type TenantCallOptions, type TenantDefaults, tenantDefaults, tenantOfCall } from "./tenants.js";

@@ -7,7 +7,7 @@ import { ShutdownError } from "./errors.js";
 import type { LeaseOwner } from "./lease.js";
 import type { LeaseHandle } from "./lease-handle.js";
 import { CLOSE_OPTIONS } from "./option-lists.js";
-import type { CallSettings } from "./options.js";
+import type { CallSettings } from "./settings.js";
 import { delayMs, knownOptions, optionsObject } from "./validate.js";
 
 /**

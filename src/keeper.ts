@@ -1,6 +1,6 @@
 import { channels, type RenewErrorEvent } from "./events.js";
 import type { LeaseHandle } from "./lease-handle.js";
-import type { CallSettings } from "./options.js";
+import type { CallSettings } from "./settings.js";
 import { backgroundTimers, type Due } from "./timers.js";
 
 /** How `run` keeps a lease while its body works: its `KeepingOptions`, resolved (see `CallSettings`). */

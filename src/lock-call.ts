@@ -1,8 +1,8 @@
 import { LockLeaseLostError, LockNotAcquiredError } from "./errors.js";
 import { LeaseCall } from "./lease-call.js";
 import { LeaseHandle } from "./lease-handle.js";
-import type { CallSettings } from "./options.js";
 import type { Acquired, Refused } from "./outcomes.js";
+import type { CallSettings } from "./settings.js";
 import type { AcquireReply, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
 import type { TokenTag } from "./token.js";
 

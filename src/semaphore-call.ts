@@ -2,8 +2,8 @@ import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError } from "./errors.js"
 import type { SemaphoreLease } from "./lease.js";
 import { LeaseCall, type Tenant } from "./lease-call.js";
 import { LeaseHandle } from "./lease-handle.js";
-import type { CallSettings } from "./options.js";
 import type { Acquired, Refused } from "./outcomes.js";
+import type { CallSettings } from "./settings.js";
 import type { AcquireReply, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
 import type { TokenTag } from "./token.js";
 
