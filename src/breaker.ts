@@ -1,4 +1,5 @@
 import type { StoreSource } from "./client.js";
+import { FIRST_PROBE_MS, MOST_PROBE_MS } from "./defaults.js";
 import { ShutdownError, StoreUnavailableError } from "./errors.js";
 import { channels, type StoreDownEvent, type StoreUpEvent } from "./events.js";
 import { isMemoryStore } from "./store/memory.js";
@@ -25,10 +26,6 @@ export interface StoreHealth {
   /** While down: the failure that took it down, or the last probe's. */
   lastError?: Error;
 }
-
-/** How long the first probe waits after a failure; each failed probe doubles it, up to the most. */
-const FIRST_PROBE_MS = 250;
-const MOST_PROBE_MS = 2000;
 
 /**
  * Error replies that mean "the server is there but cannot serve any call

@@ -15,6 +15,10 @@ export const RETRY_DELAY_MS = 100;
 export const RETRY_AFTER_DEFAULT_MS = 1000;
 /** The bound on one store round trip (`redisStore(client, { timeoutMs })`). */
 export const STORE_TIMEOUT_MS = 2000;
+/** While a store is down: how long the first probe waits after the failure; each failed probe doubles it, up to the next. */
+export const FIRST_PROBE_MS = 250;
+/** While a store is down: the longest between two probes. */
+export const MOST_PROBE_MS = 2000;
 /** How long a promised or factory-made `client` may take to appear. */
 export const CLIENT_RESOLVE_TIMEOUT_MS = 2000;
 /** How long a waiter stays queued without refreshing (`waiterLeaseMs`); a grant to it is reserved as long. */

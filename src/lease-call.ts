@@ -1,6 +1,5 @@
 import type { LeaseholdError, LeaseLostError } from "./errors.js";
 import { type Subject, subjectOf } from "./events.js";
-import type { LeaseBackend } from "./lease.js";
 import type { LeaseHandle } from "./lease-handle.js";
 import type { Acquired, Refused } from "./outcomes.js";
 import type { CallSettings } from "./settings.js";
@@ -21,7 +20,7 @@ export interface Tenant extends TenantOptions {
  * leasing.ts, lease-handle.ts) takes this. One object with methods rather
  * than a closure per step: a request makes one of these.
  */
-export abstract class LeaseCall<L extends LeaseHandle = LeaseHandle> implements WaitingCalls, LeaseBackend {
+export abstract class LeaseCall<L extends LeaseHandle = LeaseHandle> implements WaitingCalls {
   /** Set once acquired: the store the lease lives in. */
   store!: Store;
   readonly leaseMs: number;

@@ -1,11 +1,17 @@
 import { channels, type LostEvent, type ReleasedEvent, type Subject } from "./events.js";
 import { holdToReport } from "./hold-samples.js";
-import type { Lease, LeaseBackend, LeaseOwner } from "./lease.js";
+import type { Lease } from "./lease.js";
+import type { LeaseCall } from "./lease-call.js";
 import type { Acquired } from "./outcomes.js";
 import { isMemoryStore } from "./store/memory.js";
 import { bounded, isFlag, send } from "./store-call.js";
 import { backgroundTimers, type Due } from "./timers.js";
 import { positiveMs } from "./validate.js";
+
+/** What tracks the leases a factory holds (see `src/holdings.ts`): told when one is given back. */
+export interface LeaseOwner {
+  released(lease: LeaseHandle): void;
+}
 
 /**
  * Redis reads its clock in whole milliseconds, so a lease can end up to 1 ms
@@ -28,7 +34,8 @@ export class LeaseHandle implements Lease {
   /** The LeaseLost error, once the lease is declared lost. */
   #lost: Error | undefined;
   #onLose: ((error: Error) => void)[] | undefined;
-  readonly #backend: LeaseBackend;
+  /** The call that took it: its store calls, and the error that names its loss. */
+  readonly #call: LeaseCall;
   /** When the lease was had (its acquire's send time, or the hand-off), for the released event and the id's typical hold. */
   readonly #heldSince: number;
   #released = false;
@@ -62,16 +69,16 @@ export class LeaseHandle implements Lease {
    * grant's reservation is known to last until then at least; the lease is
    * confirmed now, in the background, with an extend to a full lease.
    */
-  constructor(backend: LeaseBackend, had: Acquired) {
-    this.#backend = backend;
-    this.key = backend.id;
+  constructor(call: LeaseCall, had: Acquired) {
+    this.#call = call;
+    this.key = call.id;
     this.token = had.token;
     this.fence = had.fence;
-    this.leaseMs = backend.leaseMs;
+    this.leaseMs = call.leaseMs;
     this.waitedMs = had.waitedMs;
     this.#heldSince = had.sentAt;
     if (had.until === undefined) {
-      this.deadline = had.sentAt + backend.leaseMs - CLOCK_GRAIN_MS;
+      this.deadline = had.sentAt + call.leaseMs - CLOCK_GRAIN_MS;
     } else {
       this.deadline = had.until;
       this.#confirm();
@@ -104,15 +111,15 @@ export class LeaseHandle implements Lease {
     positiveMs("ms", ms, "Pass the new lease length to extend(ms), or nothing to reuse the lease's own.");
     if (this.#released || this.#lost !== undefined) return false;
     const sentAt = performance.now();
-    const store = this.#backend.store;
+    const store = this.#call.store;
     const ours = isMemoryStore(store)
-      ? store.extendNow(this.#backend.kind, this.#backend.storeKey, this.token, ms)
+      ? store.extendNow(this.#call.kind, this.#call.storeKey, this.token, ms)
       : await bounded(
           store,
           "extend",
-          send(() => this.#backend.extend(this.token, ms)),
+          send(() => this.#call.extend(this.token, ms)),
           isFlag,
-          this.#backend.subject,
+          this.#call.subject,
         );
     if (ours) this.deadline = sentAt + ms - CLOCK_GRAIN_MS;
     else this.lose();
@@ -122,10 +129,10 @@ export class LeaseHandle implements Lease {
   release(): Promise<boolean> {
     if (this.#released) return Promise.resolve(false);
     this.#released = true;
-    const store = this.#backend.store;
+    const store = this.#call.store;
     if (isMemoryStore(store)) {
       // The embedded store answers at once: no round trip to bound, check or undo.
-      const ours = store.releaseNow(this.#backend.kind, this.#backend.storeKey, this.token, this.#heldMs());
+      const ours = store.releaseNow(this.#call.kind, this.#call.storeKey, this.token, this.#heldMs());
       this.#releasing = Promise.resolve(this.#answered(ours));
       return this.#releasing;
     }
@@ -149,11 +156,11 @@ export class LeaseHandle implements Lease {
     let ours: boolean;
     try {
       ours = await bounded(
-        this.#backend.store,
+        this.#call.store,
         "release",
-        send(() => this.#backend.release(this.token, this.#heldMs())),
+        send(() => this.#call.release(this.token, this.#heldMs())),
         isFlag,
-        this.#backend.subject,
+        this.#call.subject,
       );
     } catch (error) {
       // The store did not answer: the lease may still be held, so a retry must be possible.
@@ -166,7 +173,7 @@ export class LeaseHandle implements Lease {
 
   /** How long the lease has been held, in whole ms, when its release is to report it (see hold-samples.ts). */
   #heldMs(): number | undefined {
-    return holdToReport(this.#backend.storeKey, this.#heldSince);
+    return holdToReport(this.#call.storeKey, this.#heldSince);
   }
 
   /** What follows the store's answer to a release: the event, and a loss if it was not ours. */
@@ -176,7 +183,7 @@ export class LeaseHandle implements Lease {
     backgroundTimers.cancel(this.#watch);
     this.#watch = undefined;
     if (channels.released.hasSubscribers) {
-      const { subject, weight } = this.#backend;
+      const { subject, weight } = this.#call;
       channels.released.publish({
         ...subject,
         token: this.token,
@@ -266,17 +273,17 @@ export class LeaseHandle implements Lease {
    */
   lose(cause?: Error): void {
     if (this.#lost !== undefined) return;
-    const error = this.#backend.lost();
+    const error = this.#call.lost();
     if (cause !== undefined) Object.defineProperty(error, "cause", { value: cause, configurable: true, writable: true });
     this.#lost = error;
     this.#controller?.abort(error);
     for (const listener of this.#onLose ?? []) listener(error);
     if (channels.lost.hasSubscribers)
-      channels.lost.publish({ ...this.#backend.subject, token: this.token, error } satisfies LostEvent);
+      channels.lost.publish({ ...this.#call.subject, token: this.token, error } satisfies LostEvent);
   }
 
   /** Who the lease is for (kind, name, id), for events. */
   get subject(): Subject {
-    return this.#backend.subject;
+    return this.#call.subject;
   }
 }

@@ -1,8 +1,3 @@
-import type { LeaseLostError } from "./errors.js";
-import type { Subject } from "./events.js";
-import type { LeaseHandle } from "./lease-handle.js";
-import type { Store } from "./store/types.js";
-
 // The handle behind every lease, as the HTTP side imports it from here.
 export { LeaseHandle } from "./lease-handle.js";
 
@@ -104,28 +99,3 @@ export interface SemaphoreLease extends Lease {
  * ```
  */
 export type LockLease = Lease;
-
-/** What a handle needs from its primitive: the store calls and the error that names a loss. */
-export interface LeaseBackend {
-  readonly store: Store;
-  readonly kind: "semaphore" | "lock";
-  /** The id, as passed to `acquire` or `run` (the lease's `key`). */
-  readonly id: string;
-  /** The id's store key (`{prefix:id}`). */
-  readonly storeKey: string;
-  /** The lease's own length, in ms: what `extend()` renews to by default. */
-  readonly leaseMs: number;
-  extend(token: string, ms: number): Promise<boolean>;
-  /** `heldMs`: how long the lease was held, for the id's typical hold (see `Store.semaphoreRelease`), when reported. */
-  release(token: string, heldMs: number | undefined): Promise<boolean>;
-  lost(): LeaseLostError;
-  /** Who the lease is for, in events. */
-  readonly subject: Subject;
-  /** Permits held (1 for a lock), in events. */
-  readonly weight: number;
-}
-
-/** What tracks the leases a factory holds (see `src/holdings.ts`): told when one is given back. */
-export interface LeaseOwner {
-  released(lease: LeaseHandle): void;
-}

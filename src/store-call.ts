@@ -256,7 +256,7 @@ const isAnswer = (): boolean => true;
 
 const ignore = (): void => {};
 
-/** The calls the acquire path makes on one key (the engine's `KeyOps`). */
+/** The calls the acquire path makes on one key (the engine's `LeaseCall`). */
 export interface AcquireCalls {
   readonly subject: Subject;
   readonly kind: "semaphore" | "lock";
