@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { copyDue } from "./churn.js";
 
 /**
@@ -43,5 +44,15 @@ export function offAbort(signal: AbortSignal, callback: () => void): void {
   if (copyDue(++waiting.removed, waiting.callbacks.size)) {
     waiting.removed = 0;
     waiting.callbacks = new Set(waiting.callbacks);
+  }
+}
+
+/** Waits between attempts; an abort ends the wait at once with the signal's own reason. */
+export async function pauseUnlessAborted(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  try {
+    await sleep(ms, undefined, signal === undefined ? undefined : { signal });
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    throw error;
   }
 }

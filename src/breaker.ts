@@ -1,4 +1,5 @@
 import type { StoreSource } from "./client.js";
+import { FIRST_PROBE_MS, MOST_PROBE_MS } from "./defaults.js";
 import { ShutdownError, StoreUnavailableError } from "./errors.js";
 import { channels, type StoreDownEvent, type StoreUpEvent } from "./events.js";
 import { isMemoryStore } from "./store/memory.js";
@@ -7,6 +8,12 @@ import { declaredTimeoutMs, type Store } from "./store/types.js";
 /**
  * Whether a store answers, as this process has seen it: `up`, or `down`
  * since a call failed to reach it, with when the next probe goes out.
+ *
+ * @example
+ * ```ts
+ * const health: StoreHealth = await slots.health();
+ * if (health.state === "down") log.warn({ nextProbeInMs: health.nextProbeInMs }, "leasehold store down");
+ * ```
  */
 export interface StoreHealth {
   state: "up" | "down";
@@ -19,10 +26,6 @@ export interface StoreHealth {
   /** While down: the failure that took it down, or the last probe's. */
   lastError?: Error;
 }
-
-/** How long the first probe waits after a failure; each failed probe doubles it, up to the most. */
-const FIRST_PROBE_MS = 250;
-const MOST_PROBE_MS = 2000;
 
 /**
  * Error replies that mean "the server is there but cannot serve any call
@@ -115,12 +118,12 @@ export class Breaker {
 
   constructor(private readonly store: Store) {}
 
-  /** Throws the fast refusal while down; else remembers `key` as the next probe's target. */
-  admit(kind: "semaphore" | "lock", key: string): void {
+  /** Throws the fast refusal while down; else remembers `storeKey` as the next probe's target. */
+  admit(kind: "semaphore" | "lock", storeKey: string): void {
     const down = this.#down;
     if (down !== undefined) throw this.#refusal(down);
     this.#probeKind = kind;
-    this.#probeKey = key;
+    this.#probeKey = storeKey;
   }
 
   /** A call answered: the store is up. */
@@ -188,17 +191,17 @@ export class Breaker {
   #probe(): void {
     const down = this.#down;
     if (down === undefined) return;
-    const key = this.#probeKey;
+    const storeKey = this.#probeKey;
     // The same bound as every call's: a declared value a timer cannot hold (Infinity, "5s") is not used.
     const timeoutMs = declaredTimeoutMs(this.store);
     let read: Promise<unknown>;
     try {
       read =
-        key === undefined
+        storeKey === undefined
           ? Promise.resolve()
           : this.#probeKind === "lock"
-            ? this.store.lockStats(key)
-            : this.store.semaphoreStats(key);
+            ? this.store.lockStats(storeKey)
+            : this.store.semaphoreStats(storeKey);
     } catch (error) {
       read = Promise.reject(error);
     }

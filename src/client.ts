@@ -1,3 +1,4 @@
+import { CLIENT_RESOLVE_TIMEOUT_MS } from "./defaults.js";
 import { StoreUnavailableError, ValidationError } from "./errors.js";
 import { ACCEPTED_CLIENTS, isRedisClient, type RedisClient } from "./store/clients.js";
 import { defaultStore } from "./store/memory.js";
@@ -81,9 +82,6 @@ function letGo(client: unknown, resolved: Resolved): Promise<void> {
   return own.store.close();
 }
 
-/** How long a promised or factory-made client may take to appear. */
-const RESOLVE_TIMEOUT_MS = 2000;
-
 /**
  * Turns `client` into a store source. Invalid values throw at once; a promise
  * or factory is resolved on first use, and a failure there is a
@@ -120,8 +118,8 @@ export function storeSource(client: unknown): StoreSource {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new StoreUnavailableError(`the client did not resolve within ${RESOLVE_TIMEOUT_MS} ms.`)),
-        RESOLVE_TIMEOUT_MS,
+        () => reject(new StoreUnavailableError(`the client did not resolve within ${CLIENT_RESOLVE_TIMEOUT_MS} ms.`)),
+        CLIENT_RESOLVE_TIMEOUT_MS,
       );
     });
     try {

@@ -38,6 +38,14 @@ export const CHANNELS = {
  * What every event names. `name` is the id up to its first `:` (the adapters'
  * route name, e.g. `"openai"` for `"openai:tenant-42"`): use it, not `id`, as
  * a metric attribute, or tenant ids explode the series count.
+ *
+ * @example
+ * ```ts
+ * subscribe(CHANNELS.lost, (event) => {
+ *   const { kind, name, id } = event as Subject;
+ *   log.error({ kind, name, id }, "lease lost");
+ * });
+ * ```
  */
 export interface Subject {
   kind: "semaphore" | "lock";
@@ -47,6 +55,14 @@ export interface Subject {
   tenant?: string;
 }
 
+/**
+ * What {@link CHANNELS}`.acquired` publishes: a lease was granted.
+ *
+ * @example
+ * ```ts
+ * subscribe(CHANNELS.acquired, (event) => waits.observe((event as AcquiredEvent).waitedMs));
+ * ```
+ */
 export interface AcquiredEvent extends Subject {
   token: string;
   /** The lease's fence (see `Lease.fence`). */
@@ -57,12 +73,28 @@ export interface AcquiredEvent extends Subject {
   weight?: number;
 }
 
+/**
+ * What {@link CHANNELS}`.rejected` publishes: an acquire came back empty-handed.
+ *
+ * @example
+ * ```ts
+ * subscribe(CHANNELS.rejected, (event) => shed.inc({ reason: (event as RejectedEvent).reason }));
+ * ```
+ */
 export interface RejectedEvent extends Subject {
   reason: NotAcquiredReason;
   waitedMs: number;
   limit?: number;
 }
 
+/**
+ * What {@link CHANNELS}`.released` publishes: a lease was given back.
+ *
+ * @example
+ * ```ts
+ * subscribe(CHANNELS.released, (event) => holds.observe((event as ReleasedEvent).heldMs));
+ * ```
+ */
 export interface ReleasedEvent extends Subject {
   token: string;
   heldMs: number;
@@ -71,16 +103,40 @@ export interface ReleasedEvent extends Subject {
   weight?: number;
 }
 
+/**
+ * What {@link CHANNELS}`.lost` publishes: a lease was declared lost.
+ *
+ * @example
+ * ```ts
+ * subscribe(CHANNELS.lost, (event) => log.error({ id: (event as LostEvent).id }, "lease lost"));
+ * ```
+ */
 export interface LostEvent extends Subject {
   token: string;
   error: Error;
 }
 
+/**
+ * What {@link CHANNELS}`.renewError` publishes: a renewal (or final release) round trip failed; not a loss.
+ *
+ * @example
+ * ```ts
+ * subscribe(CHANNELS.renewError, (event) => log.warn({ error: (event as RenewErrorEvent).error }, "renewal failed"));
+ * ```
+ */
 export interface RenewErrorEvent extends Subject {
   token: string;
   error: unknown;
 }
 
+/**
+ * What {@link CHANNELS}`.storeError` publishes: the store failed a call.
+ *
+ * @example
+ * ```ts
+ * subscribe(CHANNELS.storeError, (event) => log.warn((event as StoreErrorEvent).error, "leasehold store error"));
+ * ```
+ */
 export interface StoreErrorEvent {
   store: string;
   operation: string;
@@ -90,6 +146,14 @@ export interface StoreErrorEvent {
   id?: string;
 }
 
+/**
+ * What {@link CHANNELS}`.storeDown` publishes: a call could not reach the store; acquires fail at once until a probe answers.
+ *
+ * @example
+ * ```ts
+ * subscribe(CHANNELS.storeDown, (event) => alert(`store ${(event as StoreDownEvent).store} down`));
+ * ```
+ */
 export interface StoreDownEvent {
   /** The store's kind (`"redis"`, or a custom store's). */
   store: string;
@@ -99,12 +163,28 @@ export interface StoreDownEvent {
   retryAfterMs: number;
 }
 
+/**
+ * What {@link CHANNELS}`.storeUp` publishes: the store answers again.
+ *
+ * @example
+ * ```ts
+ * subscribe(CHANNELS.storeUp, (event) => log.info(`store back after ${(event as StoreUpEvent).downMs} ms`));
+ * ```
+ */
 export interface StoreUpEvent {
   store: string;
   /** How long it was down, in ms. */
   downMs: number;
 }
 
+/**
+ * What {@link CHANNELS}`.httpRejected` publishes: an HTTP adapter refused a request.
+ *
+ * @example
+ * ```ts
+ * subscribe(CHANNELS.httpRejected, (event) => refusals.inc({ status: (event as HttpRejectedEvent).status }));
+ * ```
+ */
 export interface HttpRejectedEvent extends Subject {
   status: number;
   reason: string;

@@ -11,14 +11,14 @@ const REMEMBERED = 10_000;
 const lastSent = new Map<string, number>();
 
 /**
- * The hold, in whole ms since `heldSince`, to pass with a release on `key`;
+ * The hold, in whole ms since `heldSince`, to pass with a release on `storeKey`;
  * undefined when this process passed one on it less than 100 ms ago.
  */
-export function holdToReport(key: string, heldSince: number): number | undefined {
+export function holdToReport(storeKey: string, heldSince: number): number | undefined {
   const now = performance.now();
-  const last = lastSent.get(key);
+  const last = lastSent.get(storeKey);
   if (last !== undefined && now - last < EVERY_MS) return undefined;
   if (lastSent.size >= REMEMBERED) lastSent.clear();
-  lastSent.set(key, now);
+  lastSent.set(storeKey, now);
   return Math.round(now - heldSince);
 }

@@ -4,8 +4,9 @@ import { copyDue } from "./churn.js";
 import type { StoreSource } from "./client.js";
 import { CLOSE_GRACE_MS } from "./defaults.js";
 import { ShutdownError } from "./errors.js";
-import type { LeaseHandle, LeaseOwner } from "./lease.js";
-import type { CallSettings } from "./options.js";
+import type { LeaseHandle, LeaseOwner } from "./lease-handle.js";
+import { CLOSE_OPTIONS } from "./option-lists.js";
+import type { CallSettings } from "./settings.js";
 import { delayMs, knownOptions, optionsObject } from "./validate.js";
 
 /**
@@ -47,13 +48,11 @@ export interface Closable {
   close(options?: CloseOptions): Promise<void>;
 }
 
-/** How long held leases may be kept after `close()` told their holders to stop, by default. */
-
 /** The grace of a `close(options)` call: checked like any option, before anything is closed. */
 export function graceOf(options: CloseOptions | undefined): number {
   if (options === undefined) return CLOSE_GRACE_MS;
   const given = optionsObject(options, "close");
-  knownOptions(given, ["graceMs"], "close");
+  knownOptions(given, CLOSE_OPTIONS, "close");
   return given.graceMs === undefined
     ? CLOSE_GRACE_MS
     : delayMs("graceMs", given.graceMs, "Pass how long running work may finish before its permit is taken back, e.g. 10000.");

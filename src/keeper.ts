@@ -1,16 +1,12 @@
 import { channels, type RenewErrorEvent } from "./events.js";
-import type { LeaseHandle } from "./lease.js";
+import type { LeaseHandle } from "./lease-handle.js";
+import type { CallSettings } from "./settings.js";
 import { backgroundTimers, type Due } from "./timers.js";
 
-/** How `run` keeps a lease while its body works. */
-export interface KeepOptions {
-  /** Renewal interval, or false for no renewal (loss is still detected by the deadline). */
-  heartbeatMs: number | false;
-  /** Sees each failed renewal or final release round trip; never a loss by itself. */
-  onRenewError: ((error: unknown) => void) | undefined;
-}
+/** How `run` keeps a lease while its body works: its `KeepingOptions`, resolved (see `CallSettings`). */
+type KeptBy = Pick<CallSettings, "heartbeatMs" | "onRenewError">;
 
-function report(lease: LeaseHandle, onRenewError: KeepOptions["onRenewError"], error: unknown): void {
+function report(lease: LeaseHandle, onRenewError: CallSettings["onRenewError"], error: unknown): void {
   if (channels.renewError.hasSubscribers) {
     channels.renewError.publish({ ...lease.subject, token: lease.token, error } satisfies RenewErrorEvent);
   }
@@ -59,7 +55,7 @@ function nextTick(now: number, heartbeatMs: number): number {
 async function giveBack(
   lease: LeaseHandle,
   pastDeadline: () => boolean,
-  onRenewError: KeepOptions["onRenewError"],
+  onRenewError: CallSettings["onRenewError"],
 ): Promise<void> {
   const early = lease.releasing;
   if (early !== undefined) {
@@ -100,7 +96,7 @@ async function giveBack(
 export async function keepLease<L extends LeaseHandle, T>(
   lease: L,
   fn: (lease: L) => T | PromiseLike<T>,
-  options: KeepOptions,
+  options: KeptBy,
 ): Promise<T> {
   const keeping = new Keeping(lease, options);
   let settled: { ok: true; value: T } | { ok: false; error: unknown };
@@ -133,7 +129,7 @@ class Keeping {
 
   constructor(
     private readonly lease: LeaseHandle,
-    private readonly options: KeepOptions,
+    private readonly options: KeptBy,
   ) {
     lease.kept = true;
     this.#schedule();

@@ -1,30 +1,21 @@
-import { acquireLease, KeyCalls, type KeyOps, type Refused } from "./acquire.js";
-import { breakerOf, healthOfSource, type StoreHealth } from "./breaker.js";
+import type { StoreHealth } from "./breaker.js";
 import type { ClientInput } from "./client.js";
-import { LOCK_TTL_MS } from "./defaults.js";
-import { LockLeaseLostError, LockNotAcquiredError, ValidationError } from "./errors.js";
-import { subjectOf } from "./events.js";
-import { type CloseOptions, Holdings } from "./holdings.js";
-import { keepLease } from "./keeper.js";
-import { type LeaseBackend, LeaseHandle, type LockLease } from "./lease.js";
-import {
-  type CallOptions,
-  type CallSettings,
-  type Defaults,
-  factoryOptions,
-  type KeepingOptions,
-  type OwnerOptions,
-  type RetryOptions,
-  resolveCall,
-  resolveDefaults,
-  type WaitOptions,
-} from "./options.js";
-import { checkOwner, defaultOwner, type Holder, holderOf, ownerTag, TokenTag } from "./owner.js";
-import type { AcquireReply, LockStats, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
-import { bounded, isInspection, isLockStats, send } from "./store-call.js";
-import { id as checkId, knownOptions, optionsObject } from "./validate.js";
+import { DistributedLock } from "./distributed-lock.js";
+import type { CloseOptions } from "./holdings.js";
+import type { LockLease } from "./lease.js";
+import type { LeaseHandle } from "./lease-handle.js";
+import type { CallOptions, KeepingOptions, OwnerOptions, RetryOptions, WaitOptions } from "./options.js";
+import type { Holder } from "./owner.js";
+import type { LockStats } from "./store/types.js";
 
-/** Options of `acquire` on a lock. */
+/**
+ * Options of `acquire` on a lock.
+ *
+ * @example
+ * ```ts
+ * const lease = await locks.acquire("order:42", { ttlMs: 10_000, waitMs: 1_000 });
+ * ```
+ */
 export interface LockAcquireOptions extends RetryOptions, WaitOptions, CallOptions, OwnerOptions {
   /**
    * How long the lock is held without an extend, in ms.
@@ -33,10 +24,24 @@ export interface LockAcquireOptions extends RetryOptions, WaitOptions, CallOptio
   ttlMs?: number;
 }
 
-/** Options of `run` on a lock. */
+/**
+ * Options of `run` on a lock.
+ *
+ * @example
+ * ```ts
+ * await locks.run("order:42", (lease) => charge(order, { signal: lease.signal }), { ttlMs: 10_000, heartbeatMs: 2_000 });
+ * ```
+ */
 export interface LockRunOptions extends LockAcquireOptions, KeepingOptions {}
 
-/** Options of {@link lock}. Every `acquire`/`run` option may be given here as a default. */
+/**
+ * Options of {@link lock}. Every `acquire`/`run` option may be given here as a default.
+ *
+ * @example
+ * ```ts
+ * const locks = lock({ client: redis, prefix: "billing", ttlMs: 10_000, waitMs: 500 });
+ * ```
+ */
 export interface LockOptions extends RetryOptions, WaitOptions, KeepingOptions, OwnerOptions {
   /**
    * Where leases live: an ioredis `Redis` or `Cluster`, a promise of one, a
@@ -55,7 +60,19 @@ export interface LockOptions extends RetryOptions, WaitOptions, KeepingOptions, 
   ttlMs?: number;
 }
 
-/** A distributed mutual-exclusion lock; see {@link lock}. */
+/**
+ * A distributed mutual-exclusion lock; see {@link lock}.
+ *
+ * @example
+ * ```ts
+ * const locks: Lock = lock(redis, { ttlMs: 10_000 });
+ * const lease = await locks.acquire("order:42");
+ * if (lease) {
+ *   try { await charge(order, { signal: lease.signal }); }
+ *   finally { await lease.release(); }
+ * }
+ * ```
+ */
 export interface Lock {
   /**
    * Takes the lock on `id`, or resolves `null` when someone else holds it
@@ -102,149 +119,6 @@ export interface Lock {
   holder(id: string): Promise<Holder | null>;
 }
 
-const FACTORY_OPTIONS = [
-  "client",
-  "prefix",
-  "ttlMs",
-  "retries",
-  "retryDelayMs",
-  "waitMs",
-  "maxQueue",
-  "heartbeatMs",
-  "onRenewError",
-  "owner",
-] as const;
-const ACQUIRE_OPTIONS = ["ttlMs", "retries", "retryDelayMs", "waitMs", "maxQueue", "signal", "owner"] as const;
-const RUN_OPTIONS = [...ACQUIRE_OPTIONS, "heartbeatMs", "onRenewError"] as const;
-
-class DistributedLock implements Lock {
-  readonly #defaults: Defaults;
-  /** The default owner's token tag (see `ownerTag`). */
-  readonly #tag: TokenTag;
-  readonly #holdings = new Holdings("lock");
-
-  constructor(options: Record<string, unknown>) {
-    this.#defaults = resolveDefaults(options, "lock", "ttlMs", LOCK_TTL_MS, this.#holdings.signal);
-    this.#tag = new TokenTag(ownerTag(options.owner === undefined ? defaultOwner() : checkOwner(options.owner)));
-  }
-
-  async acquire(id: string, options?: LockAcquireOptions): Promise<LockLease | null> {
-    const settings = this.#prepare(id, options, false);
-    const outcome = await this.#take(id, settings, this.#tagOf(options));
-    return outcome instanceof LeaseHandle ? outcome : null;
-  }
-
-  async run<T>(id: string, fn: (lease: LeaseHandle) => T | PromiseLike<T>, options?: LockRunOptions): Promise<T> {
-    if (typeof fn !== "function") {
-      throw new ValidationError("fn", "run(id, fn) needs a function to run while the lock is held.");
-    }
-    const settings = this.#prepare(id, options, true);
-    const outcome = await this.#take(id, settings, this.#tagOf(options));
-    if (!(outcome instanceof LeaseHandle)) throw new LockNotAcquiredError(id, outcome.retryAfterMs, outcome.reason, outcome);
-    return keepLease(outcome, fn, settings);
-  }
-
-  async stats(id: string): Promise<LockStats> {
-    this.#holdings.refuse();
-    const key = this.#defaults.keys.of(checkId(id));
-    const store = await this.#defaults.source.get();
-    breakerOf(store)?.admit("lock", key);
-    return bounded(
-      store,
-      "stats",
-      send(() => store.lockStats(key)),
-      isLockStats,
-      subjectOf("lock", id),
-    );
-  }
-
-  health(): Promise<StoreHealth> {
-    return healthOfSource(this.#defaults.source);
-  }
-
-  async holder(id: string): Promise<Holder | null> {
-    this.#holdings.refuse();
-    const key = this.#defaults.keys.of(checkId(id));
-    const store = await this.#defaults.source.get();
-    const seen = await bounded(store, "holder", store.lockInspect(key), isInspection, subjectOf("lock", id));
-    const held = seen.holders[0];
-    return held === undefined ? null : holderOf(held, Date.now());
-  }
-
-  /** The token tag of a call (after `#prepare` checked its options). */
-  #tagOf(options: LockRunOptions | undefined): TokenTag {
-    return options?.owner === undefined ? this.#tag : new TokenTag(ownerTag(checkOwner(options.owner)));
-  }
-
-  #prepare(id: string, options: LockRunOptions | undefined, keeping: boolean): CallSettings {
-    checkId(id);
-    // No per-call options: the defaults, resolved once.
-    if (options === undefined) {
-      return keeping ? this.#defaults.plain.run : this.#defaults.plain.acquire;
-    }
-    const given = optionsObject(options, keeping ? "run" : "acquire");
-    knownOptions(given, keeping ? RUN_OPTIONS : ACQUIRE_OPTIONS, `lock ${keeping ? "run" : "acquire"}`);
-    return resolveCall(this.#defaults, given, keeping);
-  }
-
-  async #take(id: string, settings: CallSettings, tag: TokenTag): Promise<LeaseHandle | Refused> {
-    const holdings = this.#holdings;
-    holdings.refuse();
-    const ops = new LockOps(id, this.#defaults.keys.of(id), settings.leaseMs, tag);
-    const linked = holdings.follow(settings);
-    // close() waits for the answer, and takes back a lock it brings after close() began.
-    holdings.started();
-    try {
-      const outcome = await acquireLease(this.#defaults.source, linked?.settings ?? settings, ops);
-      if (!outcome.acquired) return outcome;
-      ops.store = outcome.store;
-      return holdings.adopt(
-        new LeaseHandle(id, outcome.token, outcome.fence, settings.leaseMs, outcome.sentAt, outcome.waitedMs, ops, outcome.until),
-      );
-    } finally {
-      holdings.ended(linked);
-    }
-  }
-
-  close(options?: CloseOptions): Promise<void> {
-    return this.#holdings.close(options, this.#defaults.source);
-  }
-}
-
-/** The store calls of one acquisition and then of its lease (see SemaphoreOps). */
-class LockOps extends KeyCalls implements KeyOps, LeaseBackend {
-  readonly weight = 1;
-  readonly limit = 1;
-
-  constructor(id: string, key: string, leaseMs: number, tag: TokenTag) {
-    super("lock", id, key, leaseMs, tag);
-  }
-
-  take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply> {
-    return store.lockAcquire(this.key, token, this.leaseMs, queue);
-  }
-
-  leave(store: Store, token: string): Promise<void> {
-    return store.lockLeave(this.key, token);
-  }
-
-  refresh(store: Store, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
-    return store.lockRefreshWaiters(this.key, tokens, claimMs);
-  }
-
-  extend(token: string, ms: number): Promise<boolean> {
-    return this.store.lockExtend(this.key, token, ms);
-  }
-
-  release(token: string, heldMs: number | undefined): Promise<boolean> {
-    return this.store.lockRelease(this.key, token, heldMs);
-  }
-
-  lost(): LockLeaseLostError {
-    return new LockLeaseLostError(this.id);
-  }
-}
-
 /**
  * A distributed lock whose holder keeps a renewable lease: one caller per id
  * at a time, across every process that shares the store. Taken with
@@ -266,7 +140,7 @@ class LockOps extends KeyCalls implements KeyOps, LeaseBackend {
 export function lock(options?: LockOptions): Lock;
 export function lock(client: ClientInput, options?: Omit<LockOptions, "client">): Lock;
 export function lock(...args: unknown[]): Lock {
-  return new DistributedLock(factoryOptions(args, "lock", FACTORY_OPTIONS));
+  return new DistributedLock(args);
 }
 
 /**
@@ -281,5 +155,5 @@ export interface LockEngine {
 
 /** Creates a {@link LockEngine}; options are checked as `lock(options)` checks them. Internal. */
 export function lockEngine(options: LockOptions): LockEngine {
-  return new DistributedLock(factoryOptions([options], "lock", FACTORY_OPTIONS));
+  return new DistributedLock([options]);
 }

@@ -1,37 +1,21 @@
-import { type Acquired, acquireLease, KeyCalls, type KeyOps, type Refused, type Tenant } from "./acquire.js";
-import { breakerOf, healthOfSource, type StoreHealth } from "./breaker.js";
+import type { StoreHealth } from "./breaker.js";
 import type { ClientInput } from "./client.js";
-import { SEMAPHORE_LEASE_MS } from "./defaults.js";
-import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError, ValidationError } from "./errors.js";
-import { subjectOf } from "./events.js";
-import { type CloseOptions, Holdings } from "./holdings.js";
-import { keepLease } from "./keeper.js";
-import { type LeaseBackend, LeaseHandle, type SemaphoreLease } from "./lease.js";
-import {
-  type CallOptions,
-  type CallSettings,
-  type Defaults,
-  factoryOptions,
-  type KeepingOptions,
-  type OwnerOptions,
-  type RetryOptions,
-  resolveCall,
-  resolveDefaults,
-  type WaitOptions,
-} from "./options.js";
-import { byAge, checkOwner, defaultOwner, type Holder, holderOf, limitTag, ownerTag, TokenTag } from "./owner.js";
-import type { AcquireReply, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
-import { bounded, isCount, isFigures, isInspection, send } from "./store-call.js";
-import {
-  type TenantCallOptions,
-  type TenantDefaults,
-  type TenantFactoryOptions,
-  tenantDefaults,
-  tenantOfCall,
-} from "./tenants.js";
-import { id as checkId, integerAtLeast, knownOptions, optionsObject } from "./validate.js";
+import { DistributedSemaphore } from "./distributed-semaphore.js";
+import type { CloseOptions } from "./holdings.js";
+import type { SemaphoreLease } from "./lease.js";
+import type { LeaseHandle } from "./lease-handle.js";
+import type { CallOptions, KeepingOptions, OwnerOptions, RetryOptions, WaitOptions } from "./options.js";
+import type { Holder } from "./owner.js";
+import type { TenantCallOptions, TenantFactoryOptions } from "./tenants.js";
 
-/** Options of `acquire` on a semaphore. */
+/**
+ * Options of `acquire` on a semaphore.
+ *
+ * @example
+ * ```ts
+ * const lease = await slots.acquire("openai", { weight: 2, tenant: "acme", tenantLimit: 5 });
+ * ```
+ */
 export interface SemaphoreAcquireOptions extends RetryOptions, WaitOptions, CallOptions, TenantCallOptions, OwnerOptions {
   /**
    * How long the permit is held without an extend, in ms.
@@ -50,10 +34,24 @@ export interface SemaphoreAcquireOptions extends RetryOptions, WaitOptions, Call
   limit?: number;
 }
 
-/** Options of `run` on a semaphore. */
+/**
+ * Options of `run` on a semaphore.
+ *
+ * @example
+ * ```ts
+ * await slots.run("openai", (lease) => callModel(prompt, { signal: lease.signal }), { leaseMs: 30_000, waitMs: 2_000 });
+ * ```
+ */
 export interface SemaphoreRunOptions extends SemaphoreAcquireOptions, KeepingOptions {}
 
-/** Options of {@link semaphore}. Every `acquire`/`run` option may be given here as a default. */
+/**
+ * Options of {@link semaphore}. Every `acquire`/`run` option may be given here as a default.
+ *
+ * @example
+ * ```ts
+ * const slots = semaphore({ client: redis, limit: (id) => (id.startsWith("batch:") ? 2 : 20), leaseMs: 60_000, waitMs: 1_000 });
+ * ```
+ */
 export interface SemaphoreOptions extends RetryOptions, WaitOptions, KeepingOptions, TenantFactoryOptions, OwnerOptions {
   /**
    * Where leases live: an ioredis `Redis` or `Cluster`, a promise of one, a
@@ -74,7 +72,18 @@ export interface SemaphoreOptions extends RetryOptions, WaitOptions, KeepingOpti
   leaseMs?: number;
 }
 
-/** A distributed counting semaphore; see {@link semaphore}. */
+/**
+ * A distributed counting semaphore; see {@link semaphore}.
+ *
+ * @example
+ * ```ts
+ * const slots: Semaphore = semaphore(redis, { limit: 20 });
+ * const lease = await slots.acquire("openai");
+ * if (!lease) throw new Error("busy");
+ * try { await callModel(prompt, { signal: lease.signal }); }
+ * finally { await lease.release(); }
+ * ```
+ */
 export interface Semaphore {
   /**
    * Takes permits on `id`, or resolves `null` when they are all taken (after
@@ -150,7 +159,15 @@ export interface Semaphore {
   close(options?: CloseOptions): Promise<void>;
 }
 
-/** What {@link Semaphore.stats} reports. */
+/**
+ * What {@link Semaphore.stats} reports.
+ *
+ * @example
+ * ```ts
+ * const { used, available, waiting } = await slots.stats("openai");
+ * if (available === 0 && waiting > 10) log.warn({ used, waiting }, "openai saturated");
+ * ```
+ */
 export interface SemaphoreStats {
   /**
    * The limit you passed: the semaphore's, or its limit function's answer for
@@ -170,7 +187,15 @@ export interface SemaphoreStats {
   tenants: number;
 }
 
-/** What {@link Semaphore.stats} reports for one tenant of an id. */
+/**
+ * What {@link Semaphore.stats} reports for one tenant of an id.
+ *
+ * @example
+ * ```ts
+ * const acme = await slots.stats("openai", { tenant: "acme", tenantLimit: 5 });
+ * console.log(`${acme.used}/${acme.limit} used, ${acme.waiting} waiting`);
+ * ```
+ */
 export interface TenantStats {
   tenant: string;
   /** The tenant's cap: its `tenantLimit`. */
@@ -183,341 +208,11 @@ export interface TenantStats {
   available: number;
 }
 
-const FACTORY_OPTIONS = [
-  "client",
-  "limit",
-  "prefix",
-  "leaseMs",
-  "retries",
-  "retryDelayMs",
-  "waitMs",
-  "maxQueue",
-  "heartbeatMs",
-  "onRenewError",
-  "tenantLimit",
-  "tenantMaxQueue",
-  "owner",
-] as const;
-const ACQUIRE_OPTIONS = [
-  "leaseMs",
-  "retries",
-  "retryDelayMs",
-  "waitMs",
-  "maxQueue",
-  "weight",
-  "limit",
-  "signal",
-  "tenant",
-  "tenantLimit",
-  "tenantMaxQueue",
-  "owner",
-] as const;
-const RUN_OPTIONS = [...ACQUIRE_OPTIONS, "heartbeatMs", "onRenewError"] as const;
-
-const limitFix = "Pass how many holders are allowed at once, e.g. limit: 20.";
-
-function checkLimit(value: unknown): number {
-  return integerAtLeast("limit", value, 1, limitFix);
-}
-
-/** One validated call: everything needed to take the permits, computed before any slot is. */
-interface PreparedCall {
-  id: string;
-  key: string;
-  settings: CallSettings;
-  limit: number;
-  weight: number;
-  tenant: Tenant | undefined;
-  /** What the token carries after its random part (see `TokenTag`). */
-  tag: TokenTag;
-}
-
-class SemaphoreLeaseHandle extends LeaseHandle implements SemaphoreLease {
-  constructor(
-    id: string,
-    token: string,
-    fence: number,
-    leaseMs: number,
-    sentAt: number,
-    waitedMs: number,
-    backend: LeaseBackend,
-    readonly limit: number,
-    readonly weight: number,
-    readonly tenant: string | undefined,
-    until?: number,
-  ) {
-    super(id, token, fence, leaseMs, sentAt, waitedMs, backend, until);
-  }
-}
-
-const leaseOrNull = (outcome: SemaphoreLeaseHandle | Refused): SemaphoreLease | null =>
-  outcome instanceof LeaseHandle ? outcome : null;
-
-class DistributedSemaphore implements Semaphore {
-  readonly #defaults: Defaults;
-  readonly #limit: number | ((id: string) => number);
-  readonly #tenants: TenantDefaults;
-  /** The default owner's token tag (see `ownerTag`). */
-  readonly #owner: string;
-  /** The token tags of calls with the default owner, by limit (one, unless the limit is a function or a call passes its own). */
-  readonly #tags = new Map<number, TokenTag>();
-  readonly #holdings = new Holdings("semaphore");
-
-  constructor(options: Record<string, unknown>) {
-    if (options.limit === undefined) {
-      throw new ValidationError("limit", `\`limit\` is required. ${limitFix}`);
-    }
-    this.#limit = typeof options.limit === "function" ? (options.limit as (id: string) => number) : checkLimit(options.limit);
-    this.#defaults = resolveDefaults(options, "semaphore", "leaseMs", SEMAPHORE_LEASE_MS, this.#holdings.signal);
-    this.#tenants = tenantDefaults(options, typeof this.#limit === "number" ? this.#limit : undefined);
-    this.#owner = ownerTag(options.owner === undefined ? defaultOwner() : checkOwner(options.owner));
-  }
-
-  acquire(id: string, options?: SemaphoreAcquireOptions): Promise<SemaphoreLease | null> {
-    try {
-      const outcome = this.#take(this.#prepare(id, options, false));
-      return outcome instanceof Promise ? outcome.then(leaseOrNull) : Promise.resolve(leaseOrNull(outcome));
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  async run<T>(id: string, fn: (lease: EngineLease) => T | PromiseLike<T>, options?: SemaphoreRunOptions): Promise<T> {
-    if (typeof fn !== "function") {
-      throw new ValidationError("fn", "run(id, fn) needs a function to run while the permit is held.");
-    }
-    const call = this.#prepare(id, options, true);
-    const taken = this.#take(call);
-    const outcome = taken instanceof Promise ? await taken : taken;
-    if (!(outcome instanceof LeaseHandle)) {
-      throw new SemaphoreNotAcquiredError(call.id, call.limit, outcome.retryAfterMs, outcome.reason, call.tenant, outcome);
-    }
-    return keepLease(outcome as SemaphoreLeaseHandle, fn, call.settings);
-  }
-
-  async count(id: string): Promise<number> {
-    this.#holdings.refuse();
-    const key = this.#defaults.keys.of(checkId(id));
-    const store = await this.#defaults.source.get();
-    breakerOf(store)?.admit("semaphore", key);
-    return bounded(
-      store,
-      "count",
-      send(() => store.semaphoreCount(key)),
-      isCount,
-      subjectOf("semaphore", id),
-    );
-  }
-
-  health(): Promise<StoreHealth> {
-    return healthOfSource(this.#defaults.source);
-  }
-
-  stats(id: string): Promise<SemaphoreStats>;
-  stats(id: string, options: { tenant: string; tenantLimit?: number }): Promise<TenantStats>;
-  async stats(id: string, options?: { tenant: string; tenantLimit?: number }): Promise<SemaphoreStats | TenantStats> {
-    this.#holdings.refuse();
-    const key = this.#defaults.keys.of(checkId(id));
-    const limit = this.#limitFor(id);
-    const given = options === undefined ? undefined : optionsObject(options, "stats");
-    if (given !== undefined) knownOptions(given, ["tenant", "tenantLimit"], "semaphore stats");
-    const tenant = given === undefined ? undefined : tenantOfCall(this.#tenants, given, limit, 1);
-    const store = await this.#defaults.source.get();
-    breakerOf(store)?.admit("semaphore", key);
-    const subject = subjectOf("semaphore", id, tenant?.name);
-    const figures = await bounded(
-      store,
-      "stats",
-      send(() => store.semaphoreStats(key, tenant?.name)),
-      isFigures,
-      subject,
-    );
-    if (tenant === undefined) {
-      return {
-        limit,
-        used: figures.used,
-        holders: figures.holders,
-        waiting: figures.waiting,
-        available: Math.max(0, limit - figures.used),
-        tenants: figures.tenants ?? 0,
-      };
-    }
-    const { used, waiting } = figures;
-    return { tenant: tenant.name, limit: tenant.limit, used, waiting, available: Math.max(0, tenant.limit - used) };
-  }
-
-  async holders(id: string): Promise<Holder[]> {
-    this.#holdings.refuse();
-    const key = this.#defaults.keys.of(checkId(id));
-    const store = await this.#defaults.source.get();
-    const seen = await bounded(store, "holders", store.semaphoreInspect(key), isInspection, subjectOf("semaphore", id));
-    const now = Date.now();
-    return seen.holders.map((entry) => holderOf(entry, now)).sort(byAge);
-  }
-
-  /** Validates everything about a call before any slot is taken. */
-  #prepare(id: string, options: SemaphoreRunOptions | undefined, keeping: boolean): PreparedCall {
-    checkId(id);
-    if (options === undefined) {
-      // No per-call options: the defaults, resolved once.
-      const settings = keeping ? this.#defaults.plain.run : this.#defaults.plain.acquire;
-      const limit = this.#limitFor(id);
-      return { id, key: this.#defaults.keys.of(id), settings, limit, weight: 1, tenant: undefined, tag: this.#tagFor(limit) };
-    }
-    const given = optionsObject(options, keeping ? "run" : "acquire");
-    knownOptions(given, keeping ? RUN_OPTIONS : ACQUIRE_OPTIONS, `semaphore ${keeping ? "run" : "acquire"}`);
-    const settings: CallSettings = resolveCall(this.#defaults, given, keeping);
-    const limit = given.limit !== undefined ? checkLimit(given.limit) : this.#limitFor(id);
-    const weight =
-      given.weight === undefined ? 1 : integerAtLeast("weight", given.weight, 1, "Pass how many permits one call takes.");
-    if (weight > limit) {
-      throw new ValidationError(
-        "weight",
-        `\`weight\` ${weight} is above the limit ${limit} of "${id}": such a call could never be admitted. Lower the weight or raise the limit.`,
-      );
-    }
-    const tenant = tenantOfCall(this.#tenants, given as TenantCallOptions, limit, weight);
-    const tag =
-      given.owner === undefined ? this.#tagFor(limit) : new TokenTag(limitTag(ownerTag(checkOwner(given.owner)), limit));
-    return { id, key: this.#defaults.keys.of(id), settings, limit, weight, tenant, tag };
-  }
-
-  #tagFor(limit: number): TokenTag {
-    let tag = this.#tags.get(limit);
-    if (tag === undefined) {
-      // Bounded: a limit function with many answers makes a few more tags, never a growing map.
-      if (this.#tags.size >= 64) this.#tags.clear();
-      tag = new TokenTag(limitTag(this.#owner, limit));
-      this.#tags.set(limit, tag);
-    }
-    return tag;
-  }
-
-  #limitFor(id: string): number {
-    if (typeof this.#limit === "number") return this.#limit;
-    let value: unknown;
-    try {
-      value = this.#limit(id);
-    } catch (error) {
-      throw new ValidationError(
-        "limit",
-        `the limit function threw for "${id}": ${error instanceof Error ? error.message : String(error)}`,
-      );
-    }
-    return checkLimit(value);
-  }
-
-  /** The lease, or why not; in the same turn when the store can answer at once (the embedded one). */
-  #take(call: PreparedCall): SemaphoreLeaseHandle | Refused | Promise<SemaphoreLeaseHandle | Refused> {
-    const holdings = this.#holdings;
-    holdings.refuse();
-    const ops = new SemaphoreOps(call.id, call.key, call.limit, call.weight, call.settings.leaseMs, call.tag, call.tenant);
-    const { settings } = call;
-    const linked = holdings.follow(settings);
-    let outcome: Acquired | Refused | Promise<Acquired | Refused>;
-    try {
-      outcome = acquireLease(this.#defaults.source, linked?.settings ?? settings, ops);
-    } catch (error) {
-      linked?.unlink();
-      throw error;
-    }
-    if (!(outcome instanceof Promise)) {
-      linked?.unlink();
-      return this.#handle(call, ops, outcome);
-    }
-    // Answered later: close() waits for it, and takes back a lease it brings after close() began.
-    holdings.started();
-    return outcome.then(
-      (had) => {
-        try {
-          return this.#handle(call, ops, had);
-        } finally {
-          holdings.ended(linked);
-        }
-      },
-      (error: unknown) => {
-        holdings.ended(linked);
-        throw error;
-      },
-    );
-  }
-
-  close(options?: CloseOptions): Promise<void> {
-    return this.#holdings.close(options, this.#defaults.source);
-  }
-
-  #handle(call: PreparedCall, ops: SemaphoreOps, outcome: Acquired | Refused): SemaphoreLeaseHandle | Refused {
-    if (!outcome.acquired) return outcome;
-    ops.store = outcome.store;
-    return this.#holdings.adopt(
-      new SemaphoreLeaseHandle(
-        call.id,
-        outcome.token,
-        outcome.fence,
-        call.settings.leaseMs,
-        outcome.sentAt,
-        outcome.waitedMs,
-        ops,
-        call.limit,
-        call.weight,
-        call.tenant?.name,
-        outcome.until,
-      ),
-    );
-  }
-}
-
-/**
- * The store calls of one acquisition, and then of its lease: one object with
- * methods rather than a closure per call, since a request makes one of these.
- */
-class SemaphoreOps extends KeyCalls implements KeyOps, LeaseBackend {
-  constructor(
-    id: string,
-    key: string,
-    readonly limit: number,
-    readonly weight: number,
-    leaseMs: number,
-    tag: TokenTag,
-    tenant: Tenant | undefined,
-  ) {
-    super("semaphore", id, key, leaseMs, tag, tenant);
-  }
-
-  get permits(): { limit: number; weight: number } {
-    return { limit: this.limit, weight: this.weight };
-  }
-
-  take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply> {
-    return store.semaphoreAcquire(this.key, token, this.limit, this.weight, this.leaseMs, queue, this.tenant);
-  }
-
-  leave(store: Store, token: string): Promise<void> {
-    return store.semaphoreLeave(this.key, token);
-  }
-
-  refresh(store: Store, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
-    return store.semaphoreRefreshWaiters(this.key, tokens, claimMs);
-  }
-
-  extend(token: string, ms: number): Promise<boolean> {
-    return this.store.semaphoreExtend(this.key, token, ms, this.weight);
-  }
-
-  release(token: string, heldMs: number | undefined): Promise<boolean> {
-    return this.store.semaphoreRelease(this.key, token, this.weight, heldMs);
-  }
-
-  lost(): SemaphoreLeaseLostError {
-    return new SemaphoreLeaseLostError(this.id, this.limit);
-  }
-}
-
 /**
  * A counting semaphore whose holders keep renewable leases: at most `limit`
  * permits per id are held at once, across every process that shares the
  * store. Acquisition fails fast unless `waitMs` (a fair queue) or `retries`
- * (a bounded spin) are given.
+ * (a bounded spin) is given.
  *
  * Two call forms: `semaphore(client, options)` and `semaphore({ client, ...options })`.
  * Without a client it runs on the embedded memory store (one process).
@@ -534,7 +229,7 @@ class SemaphoreOps extends KeyCalls implements KeyOps, LeaseBackend {
 export function semaphore(options: SemaphoreOptions): Semaphore;
 export function semaphore(client: ClientInput, options: Omit<SemaphoreOptions, "client">): Semaphore;
 export function semaphore(...args: unknown[]): Semaphore {
-  return new DistributedSemaphore(factoryOptions(args, "semaphore", FACTORY_OPTIONS));
+  return new DistributedSemaphore(args);
 }
 
 /** The lease handle itself, as `run` hands it to its body: the public lease plus loss listeners and `lose()`. */
@@ -552,5 +247,5 @@ export interface SemaphoreEngine {
 
 /** Creates a {@link SemaphoreEngine}; options are checked as `semaphore(options)` checks them. Internal. */
 export function semaphoreEngine(options: SemaphoreOptions): SemaphoreEngine {
-  return new DistributedSemaphore(factoryOptions([options], "semaphore", FACTORY_OPTIONS));
+  return new DistributedSemaphore([options]);
 }

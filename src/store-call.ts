@@ -256,12 +256,12 @@ const isAnswer = (): boolean => true;
 
 const ignore = (): void => {};
 
-/** The calls the acquire path makes on one key (the engine's `KeyOps`). */
+/** The calls the acquire path makes on one key (the engine's `LeaseCall`). */
 export interface AcquireCalls {
   readonly subject: Subject;
   readonly kind: "semaphore" | "lock";
   /** The store key (`{prefix:id}`). */
-  readonly key: string;
+  readonly storeKey: string;
   take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply>;
   /** Leave the queue and return anything held. */
   leave(store: Store, token: string): Promise<void>;
@@ -303,7 +303,7 @@ export function leaveIfTaken(store: Store, ops: AcquireCalls, token: string, ans
 export function acquireOrCleanUp(store: Store, ops: AcquireCalls, token: string, queue?: QueueOptions): Promise<AcquireReply> {
   try {
     // A store known to be unreachable refuses at once: nothing is sent, so nothing needs cleaning up.
-    breakerOf(store)?.admit(ops.kind, ops.key);
+    breakerOf(store)?.admit(ops.kind, ops.storeKey);
   } catch (error) {
     return Promise.reject(error);
   }

@@ -1,5 +1,5 @@
-import type { Tenant } from "./acquire.js";
 import { ValidationError } from "./errors.js";
+import type { Tenant } from "./lease-call.js";
 import { tenant as checkTenant, integerAtLeast } from "./validate.js";
 
 /** The tenant options a semaphore call may pass. */

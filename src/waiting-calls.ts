@@ -16,7 +16,7 @@ import {
 export interface WaitingCalls extends AcquireCalls {
   readonly kind: "semaphore" | "lock";
   /** The store key (`{prefix:id}`). */
-  readonly key: string;
+  readonly storeKey: string;
   refresh(store: Store, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh>;
 }
 
@@ -37,7 +37,7 @@ export interface Claim {
 export function claim(store: Store, ops: WaitingCalls, token: string, queue: QueueOptions): Claim {
   // While the store is known to be unreachable, nothing is sent: the next wake-up claims again.
   const answer = send(() => {
-    breakerOf(store)?.admit(ops.kind, ops.key);
+    breakerOf(store)?.admit(ops.kind, ops.storeKey);
     return ops.take(store, token, queue);
   });
   return { reply: bounded(store, "acquire", answer, isAcquireReply, ops.subject), answer };
@@ -60,7 +60,7 @@ export function refreshWaiters(
 }
 
 /**
- * Listens for the grants made on `ops.key`; resolves the function that stops
+ * Listens for the grants made on `ops.storeKey`; resolves the function that stops
  * listening, which never throws (a store's that does is a store error: it is
  * called as a waiter settles). An announcement that is not a grant is a store
  * error, never a wake-up. A subscription that answers after the bound is
@@ -71,7 +71,7 @@ export function watchGrants(store: Store, ops: WaitingCalls, onGrant: (grant: Gr
     if (isGrant(grant)) onGrant(grant);
     else badReply(store, "grant", grant, ops.subject);
   };
-  const answer = send(() => store.watch(ops.key, heard));
+  const answer = send(() => store.watch(ops.storeKey, heard));
   const stopping = (stop: unknown) => (): void => {
     try {
       if (typeof stop === "function") stop();

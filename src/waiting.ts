@@ -223,7 +223,7 @@ function roomFor(wait: Wait): Room {
     byId = new Map();
     rooms.set(wait.store, byId);
   }
-  const name = `${wait.ops.kind} ${wait.ops.key}`;
+  const name = `${wait.ops.kind} ${wait.ops.storeKey}`;
   let room = byId.get(name);
   if (room === undefined) {
     const created = new Room(wait.store, wait.ops, wait.queue.claimMs, () => {

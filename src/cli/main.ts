@@ -5,8 +5,8 @@
  */
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
-import { storeKey } from "../acquire.js";
 import type { Store } from "../store/types.js";
+import { storeKey } from "../store-keys.js";
 import { id as checkId, prefix as checkPrefix } from "../validate.js";
 import { type Connection, connect, redisUrl } from "./connect.js";
 import { CliError, exitCodeOf, oneLine } from "./errors.js";

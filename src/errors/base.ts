@@ -1,0 +1,20 @@
+/**
+ * Every error leasehold throws. Catch this to handle them all; check `code`
+ * (stable across versions) rather than the message.
+ *
+ * @example
+ * ```ts
+ * try { await slots.run("openai", work); }
+ * catch (error) { if (error instanceof LeaseholdError) log.warn(error.code); throw error; }
+ * ```
+ */
+export class LeaseholdError extends Error {
+  /** A stable, machine-readable name for the failure, e.g. `"ERR_LOCK_NOT_ACQUIRED"`. */
+  readonly code: string;
+
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}

@@ -1,0 +1,289 @@
+import { channels, type LostEvent, type ReleasedEvent, type Subject } from "./events.js";
+import { holdToReport } from "./hold-samples.js";
+import type { Lease } from "./lease.js";
+import type { LeaseCall } from "./lease-call.js";
+import type { Acquired } from "./outcomes.js";
+import { isMemoryStore } from "./store/memory.js";
+import { bounded, isFlag, send } from "./store-call.js";
+import { backgroundTimers, type Due } from "./timers.js";
+import { positiveMs } from "./validate.js";
+
+/** What tracks the leases a factory holds (see `src/holdings.ts`): told when one is given back. */
+export interface LeaseOwner {
+  released(lease: LeaseHandle): void;
+}
+
+/**
+ * Redis reads its clock in whole milliseconds, so a lease can end up to 1 ms
+ * sooner in real time than the client's count suggests: the deadline gives it up.
+ */
+const CLOCK_GRAIN_MS = 1;
+
+/**
+ * The one lease implementation behind semaphores and locks. `deadline` is on
+ * the process's monotonic clock: the send time of the last successful
+ * acquire or extend plus its length, which is never later than the expiry
+ * the store computed on its own clock.
+ */
+export class LeaseHandle implements Lease {
+  /** Monotonic time after which the lease has certainly lapsed unless extended. */
+  deadline: number;
+  // Made on first use: most short leases are never asked for their signal, and an
+  // AbortController costs more than the rest of an in-memory acquire.
+  #controller: AbortController | undefined;
+  /** The LeaseLost error, once the lease is declared lost. */
+  #lost: Error | undefined;
+  #onLose: ((error: Error) => void)[] | undefined;
+  /** The call that took it: its store calls, and the error that names its loss. */
+  readonly #call: LeaseCall;
+  /** When the lease was had (its acquire's send time, or the hand-off), for the released event and the id's typical hold. */
+  readonly #heldSince: number;
+  #released = false;
+  /** The holder's release, in flight or answered; undefined again if the store did not answer it. */
+  #releasing: Promise<boolean> | undefined;
+  /**
+   * Set by `run`'s keeper, which watches the deadline itself. A lease from
+   * `acquire` is watched here instead, once someone listens for its loss.
+   */
+  kept = false;
+  #watch: Due | undefined;
+  /** Why the holder was asked to stop while the lease is still held (its factory is closing). */
+  #interrupted: Error | undefined;
+  #onInterrupt: ((reason: Error) => void)[] | undefined;
+  /**
+   * What keeps track of the lease for its factory's `close()`: told when the
+   * lease is given back. A plain field, set once the lease is handed out.
+   */
+  owner: LeaseOwner | undefined;
+  /** Set by `run`'s keeper once the body has settled: the lease is on its way back, not abandoned. */
+  finishing = false;
+
+  readonly key: string;
+  readonly token: string;
+  readonly fence: number;
+  readonly leaseMs: number;
+  readonly waitedMs: number;
+
+  /**
+   * `had.until`, for a lease handed off from the queue without a claim: the
+   * grant's reservation is known to last until then at least; the lease is
+   * confirmed now, in the background, with an extend to a full lease.
+   */
+  constructor(call: LeaseCall, had: Acquired) {
+    this.#call = call;
+    this.key = call.id;
+    this.token = had.token;
+    this.fence = had.fence;
+    this.leaseMs = call.leaseMs;
+    this.waitedMs = had.waitedMs;
+    this.#heldSince = had.sentAt;
+    if (had.until === undefined) {
+      this.deadline = had.sentAt + call.leaseMs - CLOCK_GRAIN_MS;
+    } else {
+      this.deadline = had.until;
+      this.#confirm();
+    }
+  }
+
+  /**
+   * Turns a handed-off grant into a full lease: extends until the store
+   * answers, retrying a failed round trip while the reservation lasts. "Not
+   * ours" is a loss (told through the signal, as any); a reservation that
+   * runs out unconfirmed is one too, so a holder is never left working past
+   * it untold, with `run` or without.
+   */
+  #confirm(): void {
+    this.extend().then(
+      () => {},
+      () => {
+        const left = this.deadline - performance.now();
+        if (this.#released || this.#lost !== undefined) return;
+        if (left <= 0) {
+          this.lose();
+          return;
+        }
+        setTimeout(() => (performance.now() >= this.deadline ? this.lose() : this.#confirm()), Math.min(left, 100)).unref();
+      },
+    );
+  }
+
+  async extend(ms: number = this.leaseMs): Promise<boolean> {
+    positiveMs("ms", ms, "Pass the new lease length to extend(ms), or nothing to reuse the lease's own.");
+    if (this.#released || this.#lost !== undefined) return false;
+    const sentAt = performance.now();
+    const store = this.#call.store;
+    const ours = isMemoryStore(store)
+      ? store.extendNow(this.#call.kind, this.#call.storeKey, this.token, ms)
+      : await bounded(
+          store,
+          "extend",
+          send(() => this.#call.extend(this.token, ms)),
+          isFlag,
+          this.#call.subject,
+        );
+    if (ours) this.deadline = sentAt + ms - CLOCK_GRAIN_MS;
+    else this.lose();
+    return ours;
+  }
+
+  release(): Promise<boolean> {
+    if (this.#released) return Promise.resolve(false);
+    this.#released = true;
+    const store = this.#call.store;
+    if (isMemoryStore(store)) {
+      // The embedded store answers at once: no round trip to bound, check or undo.
+      const ours = store.releaseNow(this.#call.kind, this.#call.storeKey, this.token, this.#heldMs());
+      this.#releasing = Promise.resolve(this.#answered(ours));
+      return this.#releasing;
+    }
+    const releasing = this.#giveBack();
+    // Unless a store that throws synchronously has already undone it.
+    if (this.#released) this.#releasing = releasing;
+    return releasing;
+  }
+
+  /**
+   * The holder's own release, while in flight and once answered: `run` waits
+   * for it instead of sending another, and its answer alone says whether the
+   * lease was lost. Undefined before `release()`, and again after a release
+   * the store did not answer (the lease may still be held).
+   */
+  get releasing(): Promise<boolean> | undefined {
+    return this.#releasing;
+  }
+
+  async #giveBack(): Promise<boolean> {
+    let ours: boolean;
+    try {
+      ours = await bounded(
+        this.#call.store,
+        "release",
+        send(() => this.#call.release(this.token, this.#heldMs())),
+        isFlag,
+        this.#call.subject,
+      );
+    } catch (error) {
+      // The store did not answer: the lease may still be held, so a retry must be possible.
+      this.#released = false;
+      this.#releasing = undefined;
+      throw error;
+    }
+    return this.#answered(ours);
+  }
+
+  /** How long the lease has been held, in whole ms, when its release is to report it (see hold-samples.ts). */
+  #heldMs(): number | undefined {
+    return holdToReport(this.#call.storeKey, this.#heldSince);
+  }
+
+  /** What follows the store's answer to a release: the event, and a loss if it was not ours. */
+  #answered(ours: boolean): boolean {
+    this.owner?.released(this);
+    // Given back: nothing to watch any more.
+    backgroundTimers.cancel(this.#watch);
+    this.#watch = undefined;
+    if (channels.released.hasSubscribers) {
+      const { subject, weight } = this.#call;
+      channels.released.publish({
+        ...subject,
+        token: this.token,
+        heldMs: performance.now() - this.#heldSince,
+        ours,
+        weight,
+      } satisfies ReleasedEvent);
+    }
+    if (!ours) this.lose();
+    return ours;
+  }
+
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      const reason = this.#lost ?? this.#interrupted;
+      if (reason !== undefined) this.#controller.abort(reason);
+      if (this.#lost === undefined) this.#watchDeadline();
+    }
+    return this.#controller.signal;
+  }
+
+  /** Calls `listener` when the lease is declared lost, without making a signal. */
+  onLose(listener: (error: Error) => void): void {
+    if (this.#lost !== undefined) listener(this.#lost);
+    else {
+      this.#onLose ??= [];
+      this.#onLose.push(listener);
+      this.#watchDeadline();
+    }
+  }
+
+  /**
+   * A lease nobody renews lapses at its deadline: its holder is told then
+   * (the store may already have granted the permit to someone else), not at
+   * its next call. One shared timer per millisecond; armed only once someone
+   * listens, so a short lease that is never asked pays nothing.
+   */
+  #watchDeadline(): void {
+    if (this.kept || this.#watch !== undefined || this.#released || this.#lost !== undefined) return;
+    if (performance.now() >= this.deadline) {
+      this.lose();
+      return;
+    }
+    this.#watch = backgroundTimers.at(this.deadline, () => {
+      this.#watch = undefined;
+      if (this.kept || this.#released || this.#lost !== undefined) return;
+      // Extended meanwhile: watch the new deadline.
+      if (performance.now() < this.deadline) this.#watchDeadline();
+      else this.lose();
+    });
+  }
+
+  /**
+   * Asks the holder to stop: aborts `signal` with `reason` (a `ShutdownError`)
+   * while the lease is still held, without declaring it lost. Once.
+   */
+  interrupt(reason: Error): void {
+    if (this.#interrupted !== undefined || this.#lost !== undefined) return;
+    this.#interrupted = reason;
+    this.#controller?.abort(reason);
+    for (const listener of this.#onInterrupt ?? []) listener(reason);
+  }
+
+  /** Why the holder was asked to stop, if it was (see `interrupt`). */
+  get interrupted(): Error | undefined {
+    return this.#interrupted;
+  }
+
+  /** Calls `listener` when the holder is asked to stop (see `interrupt`), without making a signal. */
+  onInterrupt(listener: (reason: Error) => void): void {
+    if (this.#interrupted !== undefined) listener(this.#interrupted);
+    else {
+      this.#onInterrupt ??= [];
+      this.#onInterrupt.push(listener);
+    }
+  }
+
+  /** The LeaseLost error once the lease is known to be gone, else undefined. */
+  get lost(): Error | undefined {
+    return this.#lost;
+  }
+
+  /**
+   * Declares the lease gone: aborts `signal` with the LeaseLost error, once.
+   * `cause`, when given, says why (e.g. the client that left), as the error's `cause`.
+   */
+  lose(cause?: Error): void {
+    if (this.#lost !== undefined) return;
+    const error = this.#call.lost();
+    if (cause !== undefined) Object.defineProperty(error, "cause", { value: cause, configurable: true, writable: true });
+    this.#lost = error;
+    this.#controller?.abort(error);
+    for (const listener of this.#onLose ?? []) listener(error);
+    if (channels.lost.hasSubscribers)
+      channels.lost.publish({ ...this.#call.subject, token: this.token, error } satisfies LostEvent);
+  }
+
+  /** Who the lease is for (kind, name, id), for events. */
+  get subject(): Subject {
+    return this.#call.subject;
+  }
+}

@@ -1,0 +1,87 @@
+import { RETRY_AFTER_DEFAULT_MS } from "./defaults.js";
+import type { NotAcquiredReason } from "./errors.js";
+import { type AcquiredEvent, channels, type RejectedEvent } from "./events.js";
+import type { LeaseCall } from "./lease-call.js";
+import type { AcquireReply, Store } from "./store/types.js";
+
+/** Why no lease was had: every permit taken (fail fast or spin), the queue at `maxQueue`, or `waitMs` spent. */
+export type RefusalReason = NotAcquiredReason;
+
+/**
+ * A lease had: it runs a full lease from `sentAt`, or, handed off from the
+ * queue without a claim round trip, until `until` at least, to be confirmed
+ * (see `waitForGrant`).
+ */
+export type Acquired = {
+  acquired: true;
+  store: Store;
+  token: string;
+  /** The grant's fence (see `Lease.fence`). */
+  fence: number;
+  sentAt: number;
+  waitedMs: number;
+  until?: number;
+};
+
+/**
+ * A refusal. `retryAfterMs` is the estimate ({@link retryEstimateMs}), from
+ * the id's typical hold (`holdMs`, the store's record) and the nearest lease
+ * end (`expiresInMs`).
+ */
+export type Refused = {
+  acquired: false;
+  retryAfterMs: number;
+  holdMs: number | undefined;
+  expiresInMs: number;
+  reason: RefusalReason;
+  waitedMs: number;
+};
+
+/**
+ * When a retry is likely to succeed: the typical hold (or, unknown, the
+ * default), never later than the nearest lease end, the latest a permit frees.
+ */
+export function retryEstimateMs(holdMs: number | undefined, expiresInMs: number): number {
+  return Math.min(holdMs ?? RETRY_AFTER_DEFAULT_MS, expiresInMs);
+}
+
+/** The reason of a refusal that was not a full queue. */
+export const why = (reply: AcquireReply): RefusalReason => (reply.tenantFull === true ? "tenant-full" : "full");
+
+// Every outcome leaves through one of these two, which also publish it.
+/** `grant` carries the fence (a store's reply, or a grant heard while waiting). */
+export function acquired(
+  call: LeaseCall,
+  store: Store,
+  token: string,
+  grant: { fence?: number },
+  sentAt: number,
+  startedAt: number,
+  waitedMs = performance.now() - startedAt,
+): Acquired {
+  const fence = grant.fence as number;
+  if (channels.acquired.hasSubscribers) {
+    channels.acquired.publish({ ...call.subject, token, fence, waitedMs, ...call.permits } satisfies AcquiredEvent);
+  }
+  return { acquired: true, store, token, fence, sentAt, waitedMs };
+}
+
+/** `reply`: the store's answer (its `retryAfterMs` is the nearest lease end). */
+export function refused(
+  call: LeaseCall,
+  reply: { retryAfterMs: number; holdMs?: number | undefined },
+  reason: RefusalReason,
+  startedAt: number,
+): Refused {
+  const waitedMs = performance.now() - startedAt;
+  if (channels.rejected.hasSubscribers) {
+    channels.rejected.publish({
+      ...call.subject,
+      reason,
+      waitedMs,
+      ...(call.permits && { limit: call.permits.limit }),
+    } satisfies RejectedEvent);
+  }
+  const { retryAfterMs: expiresInMs, holdMs } = reply;
+  return { acquired: false, retryAfterMs: retryEstimateMs(holdMs, expiresInMs), holdMs, expiresInMs, reason, waitedMs };
+}

@@ -1,0 +1,73 @@
+import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError } from "./errors.js";
+import type { SemaphoreLease } from "./lease.js";
+import { LeaseCall, type Tenant } from "./lease-call.js";
+import { LeaseHandle } from "./lease-handle.js";
+import type { Acquired, Refused } from "./outcomes.js";
+import type { CallSettings } from "./settings.js";
+import type { AcquireReply, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
+import type { TokenTag } from "./token.js";
+
+/** A semaphore's lease: the limit, weight and tenant it was taken with. */
+export class SemaphoreLeaseHandle extends LeaseHandle implements SemaphoreLease {
+  readonly limit: number;
+  readonly weight: number;
+  readonly tenant: string | undefined;
+
+  constructor(call: SemaphoreCall, had: Acquired) {
+    super(call, had);
+    this.limit = call.limit;
+    this.weight = call.weight;
+    this.tenant = call.tenant?.name;
+  }
+}
+
+/** One call of a semaphore, and the store calls of its acquisition and lease (see `LeaseCall`). */
+export class SemaphoreCall extends LeaseCall<SemaphoreLeaseHandle> {
+  constructor(
+    id: string,
+    storeKey: string,
+    settings: CallSettings,
+    readonly limit: number,
+    readonly weight: number,
+    tag: TokenTag,
+    tenant: Tenant | undefined,
+  ) {
+    super("semaphore", id, storeKey, settings, tag, tenant);
+  }
+
+  override get permits(): { limit: number; weight: number } {
+    return { limit: this.limit, weight: this.weight };
+  }
+
+  take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply> {
+    return store.semaphoreAcquire(this.storeKey, token, this.limit, this.weight, this.leaseMs, queue, this.tenant);
+  }
+
+  leave(store: Store, token: string): Promise<void> {
+    return store.semaphoreLeave(this.storeKey, token);
+  }
+
+  refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Promise<WaiterRefresh> {
+    return store.semaphoreRefreshWaiters(this.storeKey, tokens, waiterLeaseMs);
+  }
+
+  extend(token: string, ms: number): Promise<boolean> {
+    return this.store.semaphoreExtend(this.storeKey, token, ms, this.weight);
+  }
+
+  release(token: string, heldMs: number | undefined): Promise<boolean> {
+    return this.store.semaphoreRelease(this.storeKey, token, this.weight, heldMs);
+  }
+
+  lost(): SemaphoreLeaseLostError {
+    return new SemaphoreLeaseLostError(this.id, this.limit);
+  }
+
+  notAcquired(refused: Refused): SemaphoreNotAcquiredError {
+    return new SemaphoreNotAcquiredError(this.id, this.limit, refused.retryAfterMs, refused.reason, this.tenant, refused);
+  }
+
+  lease(had: Acquired): SemaphoreLeaseHandle {
+    return new SemaphoreLeaseHandle(this, had);
+  }
+}
