@@ -197,8 +197,8 @@ export class Breaker {
         key === undefined
           ? Promise.resolve()
           : this.#probeKind === "lock"
-            ? this.store.lockStats(key)
-            : this.store.semaphoreStats(key);
+            ? this.store.lock.stats({ key })
+            : this.store.semaphore.stats({ key });
     } catch (error) {
       read = Promise.reject(error);
     }

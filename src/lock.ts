@@ -152,7 +152,7 @@ class DistributedLock implements Lock {
     return bounded(
       store,
       "stats",
-      send(() => store.lockStats(key)),
+      send(() => store.lock.stats({ key })),
       isLockStats,
       subjectOf("lock", id),
     );
@@ -166,7 +166,7 @@ class DistributedLock implements Lock {
     this.#holdings.refuse();
     const key = this.#defaults.keys.of(checkId(id));
     const store = await this.#defaults.source.get();
-    const seen = await bounded(store, "holder", store.lockInspect(key), isInspection, subjectOf("lock", id));
+    const seen = await bounded(store, "holder", store.lock.inspect({ key }), isInspection, subjectOf("lock", id));
     const held = seen.holders[0];
     return held === undefined ? null : holderOf(held, Date.now());
   }
@@ -221,23 +221,23 @@ class LockOps extends KeyCalls implements KeyOps, LeaseBackend {
   }
 
   take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply> {
-    return store.lockAcquire(this.key, token, this.leaseMs, queue);
+    return store.lock.acquire({ key: this.key, token, leaseMs: this.leaseMs, queue });
   }
 
   leave(store: Store, token: string): Promise<void> {
-    return store.lockLeave(this.key, token);
+    return store.lock.leave({ key: this.key, token });
   }
 
-  refresh(store: Store, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
-    return store.lockRefreshWaiters(this.key, tokens, claimMs);
+  refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Promise<WaiterRefresh> {
+    return store.lock.refreshWaiters({ key: this.key, tokens, waiterLeaseMs });
   }
 
   extend(token: string, ms: number): Promise<boolean> {
-    return this.store.lockExtend(this.key, token, ms);
+    return this.store.lock.extend({ key: this.key, token, leaseMs: ms });
   }
 
   release(token: string, heldMs: number | undefined): Promise<boolean> {
-    return this.store.lockRelease(this.key, token, heldMs);
+    return this.store.lock.release({ key: this.key, token, heldMs });
   }
 
   lost(): LockLeaseLostError {

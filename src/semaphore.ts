@@ -303,7 +303,7 @@ class DistributedSemaphore implements Semaphore {
     return bounded(
       store,
       "count",
-      send(() => store.semaphoreCount(key)),
+      send(() => store.semaphore.count({ key })),
       isCount,
       subjectOf("semaphore", id),
     );
@@ -328,7 +328,7 @@ class DistributedSemaphore implements Semaphore {
     const figures = await bounded(
       store,
       "stats",
-      send(() => store.semaphoreStats(key, tenant?.name)),
+      send(() => store.semaphore.stats({ key, tenant: tenant?.name })),
       isFigures,
       subject,
     );
@@ -350,7 +350,7 @@ class DistributedSemaphore implements Semaphore {
     this.#holdings.refuse();
     const key = this.#defaults.keys.of(checkId(id));
     const store = await this.#defaults.source.get();
-    const seen = await bounded(store, "holders", store.semaphoreInspect(key), isInspection, subjectOf("semaphore", id));
+    const seen = await bounded(store, "holders", store.semaphore.inspect({ key }), isInspection, subjectOf("semaphore", id));
     const now = Date.now();
     return seen.holders.map((entry) => holderOf(entry, now)).sort(byAge);
   }
@@ -489,23 +489,31 @@ class SemaphoreOps extends KeyCalls implements KeyOps, LeaseBackend {
   }
 
   take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply> {
-    return store.semaphoreAcquire(this.key, token, this.limit, this.weight, this.leaseMs, queue, this.tenant);
+    return store.semaphore.acquire({
+      key: this.key,
+      token,
+      limit: this.limit,
+      weight: this.weight,
+      leaseMs: this.leaseMs,
+      queue,
+      tenant: this.tenant,
+    });
   }
 
   leave(store: Store, token: string): Promise<void> {
-    return store.semaphoreLeave(this.key, token);
+    return store.semaphore.leave({ key: this.key, token });
   }
 
-  refresh(store: Store, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
-    return store.semaphoreRefreshWaiters(this.key, tokens, claimMs);
+  refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Promise<WaiterRefresh> {
+    return store.semaphore.refreshWaiters({ key: this.key, tokens, waiterLeaseMs });
   }
 
   extend(token: string, ms: number): Promise<boolean> {
-    return this.store.semaphoreExtend(this.key, token, ms, this.weight);
+    return this.store.semaphore.extend({ key: this.key, token, leaseMs: ms, weight: this.weight });
   }
 
   release(token: string, heldMs: number | undefined): Promise<boolean> {
-    return this.store.semaphoreRelease(this.key, token, this.weight, heldMs);
+    return this.store.semaphore.release({ key: this.key, token, weight: this.weight, heldMs });
   }
 
   lost(): SemaphoreLeaseLostError {

@@ -2,7 +2,6 @@ import { breakerOf } from "./breaker.js";
 import { WAITER_LEASE_MS } from "./defaults.js";
 import { LeaseholdError, StorePermissionError, StoreUnavailableError } from "./errors.js";
 import { channels, type StoreErrorEvent, type Subject } from "./events.js";
-import { isMemoryStore } from "./store/memory.js";
 import {
   type AcquireReply,
   declaredMs,
@@ -12,21 +11,19 @@ import {
   type Inspection,
   type LockStats,
   type QueueOptions,
-  type SemaphoreFigures,
+  type SemaphoreCounts,
   type Store,
   type WaiterRefresh,
   type WaiterStatus,
 } from "./store/types.js";
 import { MAX_MS } from "./validate.js";
 
-/** How long a waiter's own lease lasts when the store does not say. */
-
-/** The embedded store answers in the same process and never hangs: no timer on its hot path. */
+/** A store that declares `timeoutMs: 0` answers in this process and never hangs (the embedded one): no timer on its path. */
 function timeoutOf(store: Store): number | undefined {
-  return isMemoryStore(store) ? undefined : declaredTimeoutMs(store);
+  return store.timeoutMs === 0 ? undefined : declaredTimeoutMs(store);
 }
 
-/** The store's waiter lease (see `QueueOptions.claimMs`), or the default. */
+/** The store's waiter lease (see `QueueOptions.waiterLeaseMs`), or the default. */
 export function waiterLeaseOf(store: Store): number {
   return Math.floor(declaredMs(store, "waiterLeaseMs", WAITER_LEASE_MS));
 }
@@ -175,9 +172,9 @@ const isWhole = (value: unknown): boolean => typeof value === "number" && Number
 export const isFigures = (reply: unknown): boolean =>
   typeof reply === "object" &&
   reply !== null &&
-  isWhole((reply as SemaphoreFigures).used) &&
-  isWhole((reply as SemaphoreFigures).holders) &&
-  isWhole((reply as SemaphoreFigures).waiting);
+  isWhole((reply as SemaphoreCounts).used) &&
+  isWhole((reply as SemaphoreCounts).holders) &&
+  isWhole((reply as SemaphoreCounts).waiting);
 
 export const isLockStats = (reply: unknown): boolean =>
   typeof reply === "object" &&
@@ -246,7 +243,7 @@ export const isGrant = (reply: unknown): boolean =>
   Array.isArray((reply as Grant).fences) &&
   (reply as Grant).fences.length === (reply as Grant).tokens.length &&
   (reply as Grant).fences.every(isFence) &&
-  isDelay((reply as Grant).reservedMs);
+  isDelay((reply as Grant).waiterLeaseMs);
 
 /** What `watch` resolves: the function that stops watching. */
 export const isFunction = (reply: unknown): boolean => typeof reply === "function";

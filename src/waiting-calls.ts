@@ -17,7 +17,7 @@ export interface WaitingCalls extends AcquireCalls {
   readonly kind: "semaphore" | "lock";
   /** The store key (`{prefix:id}`). */
   readonly key: string;
-  refresh(store: Store, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh>;
+  refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Promise<WaiterRefresh>;
 }
 
 /** A claim in flight: `reply` under the store's bound and checked; `answer` the store's own, however late it comes. */
@@ -48,12 +48,12 @@ export function refreshWaiters(
   store: Store,
   ops: WaitingCalls,
   tokens: readonly string[],
-  claimMs: number,
+  waiterLeaseMs: number,
 ): Promise<WaiterRefresh> {
   return bounded(
     store,
     "refresh",
-    send(() => ops.refresh(store, tokens, claimMs)),
+    send(() => ops.refresh(store, tokens, waiterLeaseMs)),
     isWaiterRefresh(tokens.length),
     ops.subject,
   );
@@ -71,7 +71,7 @@ export function watchGrants(store: Store, ops: WaitingCalls, onGrant: (grant: Gr
     if (isGrant(grant)) onGrant(grant);
     else badReply(store, "grant", grant, ops.subject);
   };
-  const answer = send(() => store.watch(ops.key, heard));
+  const answer = send(() => store.watch({ key: ops.key, onGrant: heard }));
   const stopping = (stop: unknown) => (): void => {
     try {
       if (typeof stop === "function") stop();

@@ -35,7 +35,7 @@ class Room {
   constructor(
     private readonly store: Store,
     private readonly ops: WaitingCalls,
-    private readonly claimMs: number,
+    private readonly waiterLeaseMs: number,
     private readonly onEmpty: () => void,
   ) {}
 
@@ -65,7 +65,7 @@ class Room {
         if (error instanceof StorePermissionError) this.#fail(error);
       },
     );
-    this.#refreshTimer = setInterval(() => this.refreshAll(), Math.max(20, Math.floor(this.claimMs / 3)));
+    this.#refreshTimer = setInterval(() => this.refreshAll(), Math.max(20, Math.floor(this.waiterLeaseMs / 3)));
     this.#refreshTimer.unref();
   }
 
@@ -112,7 +112,7 @@ class Room {
     this.#refreshing = true;
     const tokens = [...this.#waiters.keys()];
     const sentAt = performance.now();
-    refreshWaiters(this.store, this.ops, tokens, this.claimMs)
+    refreshWaiters(this.store, this.ops, tokens, this.waiterLeaseMs)
       .then(
         ({ statuses, fences, retryAfterMs }) => {
           const due = new Map<string, Due>();
@@ -121,7 +121,7 @@ class Room {
             const token = tokens[i] as string;
             if (status === "waiting") {
               waiting = true;
-              // Its waiter lease now runs until at least sentAt + claimMs on the store's clock.
+              // Its waiter lease now runs until at least sentAt + waiterLeaseMs on the store's clock.
               const waiter = this.#waiters.get(token);
               if (waiter !== undefined) waiter.anchor = Math.max(waiter.anchor, sentAt);
             } else {
@@ -183,7 +183,7 @@ class Room {
     }
     // A grant to a waiter that never claims (its process died) lapses after its reservation:
     // look again then, or this room would wait for the next lease expiry.
-    this.backupIn(grant.reservedMs);
+    this.backupIn(grant.waiterLeaseMs);
   }
 }
 
@@ -204,7 +204,7 @@ interface Waiter {
   /**
    * The send time of the latest call the store answered "still waiting" for
    * this token (the join, a claim, a refresh): its waiter lease, and so any
-   * grant's reservation, runs until at least this + claimMs on the store's clock.
+   * grant's reservation, runs until at least this + waiterLeaseMs on the store's clock.
    */
   anchor: number;
 }
@@ -226,7 +226,7 @@ function roomFor(wait: Wait): Room {
   const name = `${wait.ops.kind} ${wait.ops.key}`;
   let room = byId.get(name);
   if (room === undefined) {
-    const created = new Room(wait.store, wait.ops, wait.queue.claimMs, () => {
+    const created = new Room(wait.store, wait.ops, wait.queue.waiterLeaseMs, () => {
       if (byId.get(name) === created) byId.delete(name);
     });
     byId.set(name, created);
@@ -294,7 +294,7 @@ const ignore = (): void => {};
 export function waitForGrant(wait: Wait): Promise<Granted> {
   const { store, ops, token } = wait;
   const room = roomFor(wait);
-  const claimMs = wait.queue.claimMs;
+  const waiterLeaseMs = wait.queue.waiterLeaseMs;
   return new Promise<Granted>((resolve, reject) => {
     let done = false;
     let claiming = false;
@@ -331,8 +331,8 @@ export function waitForGrant(wait: Wait): Promise<Granted> {
     const wake = (due: Due): void => {
       if (done) return;
       if (typeof due === "number" && !claiming) {
-        const until = waiter.anchor + claimMs - CLOCK_GRAIN_MS;
-        if (until - performance.now() >= claimMs * HAND_OFF_SHARE) {
+        const until = waiter.anchor + waiterLeaseMs - CLOCK_GRAIN_MS;
+        if (until - performance.now() >= waiterLeaseMs * HAND_OFF_SHARE) {
           settle({ until, fence: due });
           return;
         }

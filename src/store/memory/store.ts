@@ -1,17 +1,30 @@
 import { ShutdownError } from "../../errors.js";
 import type {
+  KeyCall,
+  LockAcquireCall,
+  RefreshWaitersCall,
+  SemaphoreAcquireCall,
+  SemaphoreExtendCall,
+  SemaphoreReleaseCall,
+  SemaphoreStatsCall,
+  TokenCall,
+  WatchCall,
+} from "../calls.js";
+import { groupedCalls, type Kind, type StoreSteps } from "../grouped.js";
+import type {
   AcquireReply,
   Grant,
   Inspection,
+  LockOperations,
   LockStats,
-  QueueOptions,
-  SemaphoreFigures,
+  SemaphoreCounts,
+  SemaphoreOperations,
   TenantOptions,
   WaiterRefresh,
 } from "../types.js";
 import type { MemoryClock } from "./clock.js";
 import type { SemaphoreState } from "./holders.js";
-import type { Kind, LocalStore } from "./local.js";
+import type { LocalStore } from "./local.js";
 import { lockAcquire, lockExtend, lockInspect, lockPrimitive, lockState, lockStats } from "./lock.js";
 import type { LocalJoin } from "./queue.js";
 import {
@@ -36,8 +49,12 @@ const GONE: WaiterRefresh["statuses"][number] = "gone";
  * `lua/*.lua`), so the two can be read side by side. The Store methods are
  * the synchronous cores wrapped in a promise.
  */
-export class EmbeddedStore implements LocalStore {
+export class EmbeddedStore implements LocalStore, StoreSteps {
   readonly kind = "memory";
+  /** Answers in this process and never hangs: the engine sets no timer on its calls. */
+  readonly timeoutMs = 0;
+  readonly semaphore: SemaphoreOperations;
+  readonly lock: LockOperations;
   readonly #semaphores = new Map<string, IdState>();
   readonly #locks = new Map<string, IdState>();
   readonly #watchers = new Map<string, Set<(grant: Grant) => void>>();
@@ -56,6 +73,7 @@ export class EmbeddedStore implements LocalStore {
       const method = self[name];
       if (name !== "constructor" && typeof method === "function") self[name] = method.bind(this);
     }
+    ({ semaphore: this.semaphore, lock: this.lock } = groupedCalls(this));
   }
 
   /**
@@ -82,84 +100,71 @@ export class EmbeddedStore implements LocalStore {
     if (this.#closing !== undefined) throw new ShutdownError(this.kind);
   }
 
-  // ---- the Store contract: the cores below, in a promise ----
+  // ---- the Store contract: the cores below, in a promise, grouped by ../grouped.ts ----
 
-  async semaphoreAcquire(
-    key: string,
-    token: string,
-    limit: number,
-    weight: number,
-    leaseMs: number,
-    queue?: QueueOptions,
-    tenant?: TenantOptions,
-  ): Promise<AcquireReply> {
+  async acquire(kind: Kind, call: SemaphoreAcquireCall | LockAcquireCall): Promise<AcquireReply> {
     this.#refuse();
-    const state = semaphoreState(this.#semaphores, this.#env, key);
-    return semaphoreAcquire(state, token, limit, weight, leaseMs, queue, undefined, tenant, this.clock.now());
+    const now = this.clock.now();
+    if (kind === "lock")
+      return lockAcquire(lockState(this.#locks, this.#env, call.key), call.token, call.leaseMs, call.queue, undefined, now);
+    const { key, token, limit, weight, leaseMs, queue, tenant } = call as SemaphoreAcquireCall;
+    return semaphoreAcquire(
+      semaphoreState(this.#semaphores, this.#env, key),
+      token,
+      limit,
+      weight,
+      leaseMs,
+      queue,
+      undefined,
+      tenant,
+      now,
+    );
   }
 
-  async semaphoreExtend(key: string, token: string, leaseMs: number): Promise<boolean> {
-    return this.extendNow("semaphore", key, token, leaseMs);
+  async extend(kind: Kind, call: SemaphoreExtendCall): Promise<boolean> {
+    return this.extendNow(kind, call.key, call.token, call.leaseMs);
   }
 
-  async semaphoreRelease(key: string, token: string, _weight?: number, heldMs?: number): Promise<boolean> {
-    return this.releaseNow("semaphore", key, token, heldMs);
+  async release(kind: Kind, call: SemaphoreReleaseCall): Promise<boolean> {
+    return this.releaseNow(kind, call.key, call.token, call.heldMs);
   }
 
-  async semaphoreCount(key: string): Promise<number> {
-    return (await this.semaphoreStats(key)).holders;
+  async count(call: KeyCall): Promise<number> {
+    return (await this.semaphoreCounts(call)).holders;
   }
 
-  async semaphoreStats(key: string, tenant?: string): Promise<SemaphoreFigures> {
+  async semaphoreCounts(call: SemaphoreStatsCall): Promise<SemaphoreCounts> {
     this.#refuse();
-    return semaphoreStats(this.#semaphores.get(key) as SemaphoreState | undefined, this.clock.now(), tenant);
+    return semaphoreStats(this.#semaphores.get(call.key) as SemaphoreState | undefined, this.clock.now(), call.tenant);
   }
 
-  async semaphoreInspect(key: string): Promise<Inspection> {
+  async lockStatus(call: KeyCall): Promise<LockStats> {
     this.#refuse();
-    return semaphoreInspect(this.#semaphores.get(key) as SemaphoreState | undefined, this.clock.now());
+    return lockStats(this.#locks.get(call.key) as LockState | undefined, this.clock.now());
   }
 
-  async semaphoreLeave(key: string, token: string): Promise<void> {
-    this.leaveNow("semaphore", key, token);
-  }
-
-  async semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
-    return this.#refreshWaiters("semaphore", key, tokens, claimMs);
-  }
-
-  async lockAcquire(key: string, token: string, ttlMs: number, queue?: QueueOptions): Promise<AcquireReply> {
+  async inspect(kind: Kind, call: KeyCall): Promise<Inspection> {
     this.#refuse();
-    return lockAcquire(lockState(this.#locks, this.#env, key), token, ttlMs, queue, undefined, this.clock.now());
+    const state = this.#ids(kind).get(call.key);
+    const now = this.clock.now();
+    return kind === "semaphore"
+      ? semaphoreInspect(state as SemaphoreState | undefined, now)
+      : lockInspect(state as LockState | undefined, now);
   }
 
-  async lockExtend(key: string, token: string, ttlMs: number): Promise<boolean> {
-    return this.extendNow("lock", key, token, ttlMs);
+  async leave(kind: Kind, call: TokenCall): Promise<void> {
+    this.leaveNow(kind, call.key, call.token);
   }
 
-  async lockRelease(key: string, token: string, heldMs?: number): Promise<boolean> {
-    return this.releaseNow("lock", key, token, heldMs);
-  }
-
-  async lockStats(key: string): Promise<LockStats> {
+  async refreshWaiters(kind: Kind, call: RefreshWaitersCall): Promise<WaiterRefresh> {
     this.#refuse();
-    return lockStats(this.#locks.get(key) as LockState | undefined, this.clock.now());
+    const { key, tokens, waiterLeaseMs } = call;
+    const state = this.#ids(kind).get(key);
+    if (state === undefined) return { statuses: tokens.map(() => GONE), fences: tokens.map(() => 0), retryAfterMs: 1 };
+    return refreshWaiters(primitiveOf(kind), state, tokens, waiterLeaseMs, this.clock.now());
   }
 
-  async lockInspect(key: string): Promise<Inspection> {
-    this.#refuse();
-    return lockInspect(this.#locks.get(key) as LockState | undefined, this.clock.now());
-  }
-
-  async lockLeave(key: string, token: string): Promise<void> {
-    this.leaveNow("lock", key, token);
-  }
-
-  async lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
-    return this.#refreshWaiters("lock", key, tokens, claimMs);
-  }
-
-  async watch(key: string, onGrant: (grant: Grant) => void): Promise<() => void> {
+  async watch({ key, onGrant }: WatchCall): Promise<() => void> {
     this.#refuse();
     let listeners = this.#watchers.get(key);
     if (listeners === undefined) {
@@ -249,13 +254,6 @@ export class EmbeddedStore implements LocalStore {
 
   #ids(kind: Kind): Map<string, IdState> {
     return kind === "semaphore" ? this.#semaphores : this.#locks;
-  }
-
-  #refreshWaiters(kind: Kind, key: string, tokens: readonly string[], claimMs: number): WaiterRefresh {
-    this.#refuse();
-    const state = this.#ids(kind).get(key);
-    if (state === undefined) return { statuses: tokens.map(() => GONE), fences: tokens.map(() => 0), retryAfterMs: 1 };
-    return refreshWaiters(primitiveOf(kind), state, tokens, claimMs, this.clock.now());
   }
 
   #announce(key: string, grant: Grant): void {
