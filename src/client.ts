@@ -2,7 +2,8 @@ import { StoreUnavailableError, ValidationError } from "./errors.js";
 import { ACCEPTED_CLIENTS, isRedisClient, type RedisClient } from "./store/clients.js";
 import { defaultStore } from "./store/memory.js";
 import { type RedisStore, redisStore } from "./store/redis.js";
-import { isStore, refusePositionalStore, type Store } from "./store/types.js";
+import { isStore, refusePositionalStore } from "./store/shape.js";
+import type { Store } from "./store/types.js";
 
 /**
  * What `client` accepts: a store, a Redis client (an ioredis or iovalkey

@@ -3,7 +3,8 @@ import { channels, type LostEvent, type ReleasedEvent, type Subject } from "./ev
 import { holdToReport } from "./hold-samples.js";
 import { isMemoryStore } from "./store/memory.js";
 import type { Store } from "./store/types.js";
-import { bounded, isFlag, send } from "./store-call.js";
+import { bounded, send } from "./store-call.js";
+import { isFlag } from "./store-replies.js";
 import { backgroundTimers, type Due } from "./timers.js";
 import { positiveMs } from "./validate.js";
 

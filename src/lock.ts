@@ -21,7 +21,8 @@ import {
 } from "./options.js";
 import { checkOwner, defaultOwner, type Holder, holderOf, ownerTag, TokenTag } from "./owner.js";
 import type { AcquireReply, LockStats, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
-import { bounded, isInspection, isLockStats, send } from "./store-call.js";
+import { bounded, send } from "./store-call.js";
+import { isInspection, isLockStats } from "./store-replies.js";
 import { id as checkId, knownOptions, optionsObject } from "./validate.js";
 
 /** Options of `acquire` on a lock. */

@@ -21,7 +21,8 @@ import {
 } from "./options.js";
 import { byAge, checkOwner, defaultOwner, type Holder, holderOf, limitTag, ownerTag, TokenTag } from "./owner.js";
 import type { AcquireReply, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
-import { bounded, isCount, isFigures, isInspection, send } from "./store-call.js";
+import { bounded, send } from "./store-call.js";
+import { isCount, isCounts, isInspection } from "./store-replies.js";
 import {
   type TenantCallOptions,
   type TenantDefaults,
@@ -329,7 +330,7 @@ class DistributedSemaphore implements Semaphore {
       store,
       "stats",
       send(() => store.semaphore.stats({ key, tenant: tenant?.name })),
-      isFigures,
+      isCounts,
       subject,
     );
     if (tenant === undefined) {

@@ -1,16 +1,7 @@
 import { breakerOf } from "./breaker.js";
 import type { AcquireReply, Grant, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
-import {
-  type AcquireCalls,
-  badReply,
-  bounded,
-  failed,
-  isAcquireReply,
-  isFunction,
-  isGrant,
-  isWaiterRefresh,
-  send,
-} from "./store-call.js";
+import { type AcquireCalls, badReply, bounded, failed, send } from "./store-call.js";
+import { isAcquireReply, isFunction, isGrant, isWaiterRefresh } from "./store-replies.js";
 
 /** The calls a wait makes on its key, beyond those of any acquire. */
 export interface WaitingCalls extends AcquireCalls {
