@@ -1,15 +1,6 @@
 // The contract's two groups (`store.semaphore`, `store.lock`) made once from what a store does for
 // either kind, so that neither store spells out fifteen delegations of its own.
-import type {
-  KeyCall,
-  LockAcquireCall,
-  RefreshWaitersCall,
-  SemaphoreAcquireCall,
-  SemaphoreExtendCall,
-  SemaphoreReleaseCall,
-  SemaphoreStatsCall,
-  TokenCall,
-} from "./calls.js";
+import type * as calls from "./calls.js";
 import type {
   AcquireReply,
   Inspection,
@@ -24,29 +15,33 @@ import type {
 export type Kind = "semaphore" | "lock";
 
 /**
- * One store's steps, each for either kind where a semaphore and a lock take
- * the same one (a lock's calls are a semaphore's without `limit`, `weight`
- * or a tenant: a step reads those for a semaphore only).
+ * A store written as its steps, each for either kind where a semaphore and a
+ * lock take the same one (a lock's calls are a semaphore's without `limit`,
+ * `weight` or a tenant: a step reads those for a semaphore only). It gets the
+ * contract's `semaphore` and `lock` groups over them, made once: a call costs
+ * one function call more, no allocation. The groups do not use `this`, so a
+ * wrapper may copy and override them (`{ ...store.semaphore, acquire }`).
  */
-export interface StoreSteps {
-  acquire(kind: Kind, call: SemaphoreAcquireCall | LockAcquireCall): Promise<AcquireReply>;
-  extend(kind: Kind, call: SemaphoreExtendCall): Promise<boolean>;
-  release(kind: Kind, call: SemaphoreReleaseCall): Promise<boolean>;
-  count(call: KeyCall): Promise<number>;
-  semaphoreCounts(call: SemaphoreStatsCall): Promise<SemaphoreCounts>;
-  lockStatus(call: KeyCall): Promise<LockStats>;
-  inspect(kind: Kind, call: KeyCall): Promise<Inspection>;
-  leave(kind: Kind, call: TokenCall): Promise<void>;
-  refreshWaiters(kind: Kind, call: RefreshWaitersCall): Promise<WaiterRefresh>;
+export abstract class GroupedStore {
+  readonly semaphore: SemaphoreOperations;
+  readonly lock: LockOperations;
+
+  constructor() {
+    ({ semaphore: this.semaphore, lock: this.lock } = groupedCalls(this));
+  }
+
+  abstract acquire(kind: Kind, call: calls.SemaphoreAcquireCall | calls.LockAcquireCall): Promise<AcquireReply>;
+  abstract extend(kind: Kind, call: calls.SemaphoreExtendCall): Promise<boolean>;
+  abstract release(kind: Kind, call: calls.SemaphoreReleaseCall): Promise<boolean>;
+  abstract count(call: calls.KeyCall): Promise<number>;
+  abstract semaphoreCounts(call: calls.SemaphoreStatsCall): Promise<SemaphoreCounts>;
+  abstract lockStatus(call: calls.KeyCall): Promise<LockStats>;
+  abstract inspect(kind: Kind, call: calls.KeyCall): Promise<Inspection>;
+  abstract leave(kind: Kind, call: calls.TokenCall): Promise<void>;
+  abstract refreshWaiters(kind: Kind, call: calls.RefreshWaitersCall): Promise<WaiterRefresh>;
 }
 
-/**
- * The `semaphore` and `lock` groups of a store, over its steps. Made once per
- * store: a call costs one function call more, no allocation. The groups do
- * not use `this`, so a wrapper may copy and override them
- * (`{ ...store.semaphore, acquire }`).
- */
-export function groupedCalls(steps: StoreSteps): { semaphore: SemaphoreOperations; lock: LockOperations } {
+function groupedCalls(steps: GroupedStore): { semaphore: SemaphoreOperations; lock: LockOperations } {
   return {
     semaphore: {
       acquire: (call) => steps.acquire("semaphore", call),

@@ -1,18 +1,6 @@
 import { STORE_TIMEOUT_MS } from "../defaults.js";
 import { MAX_MS } from "../validate.js";
-import type {
-  KeyCall,
-  LockAcquireCall,
-  LockExtendCall,
-  LockReleaseCall,
-  RefreshWaitersCall,
-  SemaphoreAcquireCall,
-  SemaphoreExtendCall,
-  SemaphoreReleaseCall,
-  SemaphoreStatsCall,
-  TokenCall,
-  WatchCall,
-} from "./calls.js";
+import type * as calls from "./calls.js";
 
 /**
  * The answer to an acquire attempt. When not acquired, `retryAfterMs` is how
@@ -162,9 +150,9 @@ export interface SemaphoreOperations {
    * (the Redis store derives it from its clock in microseconds and the last
    * fence its keys keep, and keeps them until its clock has passed it).
    */
-  acquire(call: SemaphoreAcquireCall): Promise<AcquireReply>;
+  acquire(call: calls.SemaphoreAcquireCall): Promise<AcquireReply>;
   /** Push `token`'s expiry to now + `leaseMs`; false unless it holds a live lease. */
-  extend(call: SemaphoreExtendCall): Promise<boolean>;
+  extend(call: calls.SemaphoreExtendCall): Promise<boolean>;
   /**
    * Return `token`'s permits (and grant waiters they make room for); true only
    * if its lease was still live. A live lease's `heldMs` is folded into the
@@ -174,20 +162,20 @@ export interface SemaphoreOperations {
    * never past the end of the released lease, and the id's keys are kept that
    * long. (The engine passes `heldMs` with at most one release per id every 100 ms.)
    */
-  release(call: SemaphoreReleaseCall): Promise<boolean>;
+  release(call: calls.SemaphoreReleaseCall): Promise<boolean>;
   /** Live holders (not permits) of the semaphore. */
-  count(call: KeyCall): Promise<number>;
+  count(call: calls.KeyCall): Promise<number>;
   /**
    * Permits used and holders (live only), and live waiters, of the id or of one
    * of its tenants; for the id, also how many tenants hold or wait. One round trip, no writes.
    */
-  stats(call: SemaphoreStatsCall): Promise<SemaphoreCounts>;
+  stats(call: calls.SemaphoreStatsCall): Promise<SemaphoreCounts>;
   /** Live holders (granted waiters included) and waiters of the semaphore: one round trip, no writes. */
-  inspect(call: KeyCall): Promise<Inspection>;
+  inspect(call: calls.KeyCall): Promise<Inspection>;
   /** Leave the queue, returning a grant not yet claimed. */
-  leave(call: TokenCall): Promise<void>;
+  leave(call: calls.TokenCall): Promise<void>;
   /** Keep these waiters' leases alive, grant who fits, and say where each stands. */
-  refreshWaiters(call: RefreshWaitersCall): Promise<WaiterRefresh>;
+  refreshWaiters(call: calls.RefreshWaitersCall): Promise<WaiterRefresh>;
 }
 
 /**
@@ -202,22 +190,22 @@ export interface SemaphoreOperations {
  */
 export interface LockOperations {
   /** Take the lock for `token` if free and nobody waits (or refresh it if `token` holds it); with `queue`, wait in line. */
-  acquire(call: LockAcquireCall): Promise<AcquireReply>;
+  acquire(call: calls.LockAcquireCall): Promise<AcquireReply>;
   /** Push the lock's expiry to now + `leaseMs`; false unless `token` holds it. */
-  extend(call: LockExtendCall): Promise<boolean>;
+  extend(call: calls.LockExtendCall): Promise<boolean>;
   /**
    * Delete the lock (and hand it to the head waiter); true only if `token` held
    * it. `heldMs`: as for a semaphore's release, the lock's typical hold.
    */
-  release(call: LockReleaseCall): Promise<boolean>;
+  release(call: calls.LockReleaseCall): Promise<boolean>;
   /** Whether the lock is held and for how long yet. */
-  stats(call: KeyCall): Promise<LockStats>;
+  stats(call: calls.KeyCall): Promise<LockStats>;
   /** The live holder (a granted waiter included) and the waiters of the lock: one round trip, no writes. */
-  inspect(call: KeyCall): Promise<Inspection>;
+  inspect(call: calls.KeyCall): Promise<Inspection>;
   /** Leave the lock's queue, returning a grant not yet claimed. */
-  leave(call: TokenCall): Promise<void>;
+  leave(call: calls.TokenCall): Promise<void>;
   /** Keep these waiters' leases alive, grant the lock if free, and say where each stands. */
-  refreshWaiters(call: RefreshWaitersCall): Promise<WaiterRefresh>;
+  refreshWaiters(call: calls.RefreshWaitersCall): Promise<WaiterRefresh>;
 }
 
 /**
@@ -257,7 +245,7 @@ export interface Store {
    * granted waiters can claim at once. Resolves once listening, with the
    * function that stops. Delivery is best effort: the engine backs it up with timers.
    */
-  watch(call: WatchCall): Promise<() => void>;
+  watch(call: calls.WatchCall): Promise<() => void>;
 
   /**
    * Ends what the store itself runs (connections it opened, its timers) and

@@ -1,27 +1,7 @@
 import { ShutdownError } from "../../errors.js";
-import type {
-  KeyCall,
-  LockAcquireCall,
-  RefreshWaitersCall,
-  SemaphoreAcquireCall,
-  SemaphoreExtendCall,
-  SemaphoreReleaseCall,
-  SemaphoreStatsCall,
-  TokenCall,
-  WatchCall,
-} from "../calls.js";
-import { groupedCalls, type Kind, type StoreSteps } from "../grouped.js";
-import type {
-  AcquireReply,
-  Grant,
-  Inspection,
-  LockOperations,
-  LockStats,
-  SemaphoreCounts,
-  SemaphoreOperations,
-  TenantOptions,
-  WaiterRefresh,
-} from "../types.js";
+import type * as calls from "../calls.js";
+import { GroupedStore, type Kind } from "../grouped.js";
+import type { AcquireReply, Grant, Inspection, LockStats, SemaphoreCounts, TenantOptions, WaiterRefresh } from "../types.js";
 import type { MemoryClock } from "./clock.js";
 import type { SemaphoreState } from "./holders.js";
 import type { LocalStore } from "./local.js";
@@ -49,12 +29,10 @@ const GONE: WaiterRefresh["statuses"][number] = "gone";
  * `lua/*.lua`), so the two can be read side by side. The Store methods are
  * the synchronous cores wrapped in a promise.
  */
-export class EmbeddedStore implements LocalStore, StoreSteps {
+export class EmbeddedStore extends GroupedStore implements LocalStore {
   readonly kind = "memory";
   /** Answers in this process and never hangs: the engine sets no timer on its calls. */
   readonly timeoutMs = 0;
-  readonly semaphore: SemaphoreOperations;
-  readonly lock: LockOperations;
   readonly #semaphores = new Map<string, IdState>();
   readonly #locks = new Map<string, IdState>();
   readonly #watchers = new Map<string, Set<(grant: Grant) => void>>();
@@ -65,6 +43,7 @@ export class EmbeddedStore implements LocalStore, StoreSteps {
     readonly waiterLeaseMs: number,
     readonly clock: MemoryClock,
   ) {
+    super();
     this.#env = { clock, announce: (key, grant) => this.#announce(key, grant) };
     // A wrapper made with Object.create(store) calls the methods it does not override with itself as
     // `this`, which has none of the #private state: they are bound to the store once, here.
@@ -73,7 +52,6 @@ export class EmbeddedStore implements LocalStore, StoreSteps {
       const method = self[name];
       if (name !== "constructor" && typeof method === "function") self[name] = method.bind(this);
     }
-    ({ semaphore: this.semaphore, lock: this.lock } = groupedCalls(this));
   }
 
   /**
@@ -102,12 +80,12 @@ export class EmbeddedStore implements LocalStore, StoreSteps {
 
   // ---- the Store contract: the cores below, in a promise, grouped by ../grouped.ts ----
 
-  async acquire(kind: Kind, call: SemaphoreAcquireCall | LockAcquireCall): Promise<AcquireReply> {
+  async acquire(kind: Kind, call: calls.SemaphoreAcquireCall | calls.LockAcquireCall): Promise<AcquireReply> {
     this.#refuse();
     const now = this.clock.now();
     if (kind === "lock")
       return lockAcquire(lockState(this.#locks, this.#env, call.key), call.token, call.leaseMs, call.queue, undefined, now);
-    const { key, token, limit, weight, leaseMs, queue, tenant } = call as SemaphoreAcquireCall;
+    const { key, token, limit, weight, leaseMs, queue, tenant } = call as calls.SemaphoreAcquireCall;
     return semaphoreAcquire(
       semaphoreState(this.#semaphores, this.#env, key),
       token,
@@ -121,29 +99,29 @@ export class EmbeddedStore implements LocalStore, StoreSteps {
     );
   }
 
-  async extend(kind: Kind, call: SemaphoreExtendCall): Promise<boolean> {
+  async extend(kind: Kind, call: calls.SemaphoreExtendCall): Promise<boolean> {
     return this.extendNow(kind, call.key, call.token, call.leaseMs);
   }
 
-  async release(kind: Kind, call: SemaphoreReleaseCall): Promise<boolean> {
+  async release(kind: Kind, call: calls.SemaphoreReleaseCall): Promise<boolean> {
     return this.releaseNow(kind, call.key, call.token, call.heldMs);
   }
 
-  async count(call: KeyCall): Promise<number> {
+  async count(call: calls.KeyCall): Promise<number> {
     return (await this.semaphoreCounts(call)).holders;
   }
 
-  async semaphoreCounts(call: SemaphoreStatsCall): Promise<SemaphoreCounts> {
+  async semaphoreCounts(call: calls.SemaphoreStatsCall): Promise<SemaphoreCounts> {
     this.#refuse();
     return semaphoreStats(this.#semaphores.get(call.key) as SemaphoreState | undefined, this.clock.now(), call.tenant);
   }
 
-  async lockStatus(call: KeyCall): Promise<LockStats> {
+  async lockStatus(call: calls.KeyCall): Promise<LockStats> {
     this.#refuse();
     return lockStats(this.#locks.get(call.key) as LockState | undefined, this.clock.now());
   }
 
-  async inspect(kind: Kind, call: KeyCall): Promise<Inspection> {
+  async inspect(kind: Kind, call: calls.KeyCall): Promise<Inspection> {
     this.#refuse();
     const state = this.#ids(kind).get(call.key);
     const now = this.clock.now();
@@ -152,11 +130,11 @@ export class EmbeddedStore implements LocalStore, StoreSteps {
       : lockInspect(state as LockState | undefined, now);
   }
 
-  async leave(kind: Kind, call: TokenCall): Promise<void> {
+  async leave(kind: Kind, call: calls.TokenCall): Promise<void> {
     this.leaveNow(kind, call.key, call.token);
   }
 
-  async refreshWaiters(kind: Kind, call: RefreshWaitersCall): Promise<WaiterRefresh> {
+  async refreshWaiters(kind: Kind, call: calls.RefreshWaitersCall): Promise<WaiterRefresh> {
     this.#refuse();
     const { key, tokens, waiterLeaseMs } = call;
     const state = this.#ids(kind).get(key);
@@ -164,7 +142,7 @@ export class EmbeddedStore implements LocalStore, StoreSteps {
     return refreshWaiters(primitiveOf(kind), state, tokens, waiterLeaseMs, this.clock.now());
   }
 
-  async watch({ key, onGrant }: WatchCall): Promise<() => void> {
+  async watch({ key, onGrant }: calls.WatchCall): Promise<() => void> {
     this.#refuse();
     let listeners = this.#watchers.get(key);
     if (listeners === undefined) {

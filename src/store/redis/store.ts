@@ -1,28 +1,8 @@
 import { ShutdownError } from "../../errors.js";
-import type {
-  KeyCall,
-  LockAcquireCall,
-  LockReleaseCall,
-  RefreshWaitersCall,
-  SemaphoreAcquireCall,
-  SemaphoreExtendCall,
-  SemaphoreReleaseCall,
-  SemaphoreStatsCall,
-  TokenCall,
-  WatchCall,
-} from "../calls.js";
+import type * as calls from "../calls.js";
 import { type RedisClient, type ScriptClient, scriptClient } from "../clients.js";
-import { groupedCalls, type Kind, type StoreSteps } from "../grouped.js";
-import type {
-  AcquireReply,
-  Inspection,
-  LockOperations,
-  LockStats,
-  SemaphoreCounts,
-  SemaphoreOperations,
-  Store,
-  WaiterRefresh,
-} from "../types.js";
+import { GroupedStore, type Kind } from "../grouped.js";
+import type { AcquireReply, Inspection, LockStats, SemaphoreCounts, Store, WaiterRefresh } from "../types.js";
 import { FastPaths } from "./fast.js";
 import { acquireReply, flag, heldArgument, inspection, refreshed, takeReply } from "./replies.js";
 import { runScript, type Script, type Scripts, unexpected } from "./scripts.js";
@@ -39,10 +19,8 @@ const lockKeys = (key: string): string[] => [key, `${key}:m`, `${key}:q`, `${key
 const keysOf = (kind: Kind, key: string): string[] => (kind === "semaphore" ? semaphoreKeys(key) : lockKeys(key));
 
 /** The Store over Redis: the fast paths in ./fast.ts, the full scripts here, grants in ./watch.ts. */
-export class RedisLeaseStore implements Store, StoreSteps {
+export class RedisLeaseStore extends GroupedStore implements Store {
   readonly kind = "redis";
-  readonly semaphore: SemaphoreOperations;
-  readonly lock: LockOperations;
   // Plain fields, not #private: wrappers made with Object.create(store) must keep working, and
   // every call checks `closed`.
   private closed = false;
@@ -59,11 +37,11 @@ export class RedisLeaseStore implements Store, StoreSteps {
     readonly waiterLeaseMs: number,
     table: Scripts,
   ) {
+    super();
     this.scripts = table;
     this.calls = scriptClient(client);
     this.fast = new FastPaths(table, (script, keys, args) => this.run(script, keys, args));
     this.announcements = new Announcements(this.calls, timeoutMs, waiterLeaseMs);
-    ({ semaphore: this.semaphore, lock: this.lock } = groupedCalls(this));
   }
 
   /** Every script call of the store: refused once it is closed. */
@@ -82,13 +60,13 @@ export class RedisLeaseStore implements Store, StoreSteps {
 
   // ---- the Store contract's steps, grouped by ../grouped.ts ----
 
-  acquire(kind: Kind, call: SemaphoreAcquireCall | LockAcquireCall): Promise<AcquireReply> {
+  acquire(kind: Kind, call: calls.SemaphoreAcquireCall | calls.LockAcquireCall): Promise<AcquireReply> {
     if (kind === "lock") {
       const script = this.scripts.lockAcquire;
       const args = [call.token, call.leaseMs, call.queue?.waiterLeaseMs ?? 0, call.queue?.maxQueue ?? 0];
       return this.run(script, lockKeys(call.key), args).then((raw) => acquireReply(raw, script, 3));
     }
-    const take = call as SemaphoreAcquireCall;
+    const take = call as calls.SemaphoreAcquireCall;
     if (take.token.includes("@")) this.fast.tenanted(take.key);
     if (take.queue === undefined && !this.fast.contended(take.key)) {
       // Almost every request: one declared key, gathered with the others of the same turn on this id.
@@ -100,7 +78,7 @@ export class RedisLeaseStore implements Store, StoreSteps {
   }
 
   /** The full acquire: waiting, tenants' turns, waiters ahead. */
-  #fullAcquire(call: SemaphoreAcquireCall): Promise<AcquireReply> {
+  #fullAcquire(call: calls.SemaphoreAcquireCall): Promise<AcquireReply> {
     const { key, token, limit, weight, leaseMs, queue, tenant } = call;
     const script = this.scripts.semaphoreAcquire;
     const args = [
@@ -120,13 +98,13 @@ export class RedisLeaseStore implements Store, StoreSteps {
     });
   }
 
-  extend(kind: Kind, call: SemaphoreExtendCall): Promise<boolean> {
+  extend(kind: Kind, call: calls.SemaphoreExtendCall): Promise<boolean> {
     if (kind === "semaphore") return this.fast.extends.call(call.key, call).then((extended) => extended === 1);
     const script = this.scripts.lockExtend;
     return this.run(script, [call.key], [call.token, call.leaseMs]).then((reply) => flag(reply, script));
   }
 
-  release(kind: Kind, call: SemaphoreReleaseCall): Promise<boolean> {
+  release(kind: Kind, call: calls.SemaphoreReleaseCall): Promise<boolean> {
     if (kind === "lock") return this.#lockRelease(call);
     if (call.weight !== undefined && !this.fast.contended(call.key)) {
       return this.fast.returns
@@ -137,7 +115,7 @@ export class RedisLeaseStore implements Store, StoreSteps {
   }
 
   /** The full release: grants the waiters it makes room for. */
-  async #fullRelease({ key, token, weight, heldMs }: SemaphoreReleaseCall): Promise<boolean> {
+  async #fullRelease({ key, token, weight, heldMs }: calls.SemaphoreReleaseCall): Promise<boolean> {
     const script = this.scripts.semaphoreRelease;
     const reply = await this.run(script, semaphoreKeys(key), [token, weight ?? 0, heldArgument(heldMs)]);
     if (Array.isArray(reply) && (reply.length === 2 || reply.length === 3) && (reply[1] === 0 || reply[1] === 1)) {
@@ -148,7 +126,7 @@ export class RedisLeaseStore implements Store, StoreSteps {
     throw unexpected(reply, script);
   }
 
-  async #lockRelease({ key, token, heldMs }: LockReleaseCall): Promise<boolean> {
+  async #lockRelease({ key, token, heldMs }: calls.LockReleaseCall): Promise<boolean> {
     const script = this.scripts.lockRelease;
     const reply = await this.run(script, lockKeys(key), [token, heldArgument(heldMs)]);
     // With the announcement of the waiter it granted, if any.
@@ -159,13 +137,13 @@ export class RedisLeaseStore implements Store, StoreSteps {
     return flag(reply, script);
   }
 
-  async count({ key }: KeyCall): Promise<number> {
+  async count({ key }: calls.KeyCall): Promise<number> {
     const reply = await this.run(this.scripts.semaphoreCount, [key], []);
     if (typeof reply === "number" && Number.isInteger(reply) && reply >= 0) return reply;
     throw unexpected(reply, this.scripts.semaphoreCount);
   }
 
-  async semaphoreCounts({ key, tenant }: SemaphoreStatsCall): Promise<SemaphoreCounts> {
+  async semaphoreCounts({ key, tenant }: calls.SemaphoreStatsCall): Promise<SemaphoreCounts> {
     const script = this.scripts.semaphoreStats;
     const reply = await this.run(script, semaphoreKeys(key), tenant === undefined ? [] : [tenant]);
     const length = tenant === undefined ? 4 : 3;
@@ -181,7 +159,7 @@ export class RedisLeaseStore implements Store, StoreSteps {
     throw unexpected(reply, script);
   }
 
-  async lockStatus({ key }: KeyCall): Promise<LockStats> {
+  async lockStatus({ key }: calls.KeyCall): Promise<LockStats> {
     const script = this.scripts.lockStats;
     const reply = await this.run(script, [key], []);
     if (Array.isArray(reply) && reply.length === 2 && (reply[0] === 0 || reply[0] === 1) && Number.isInteger(reply[1])) {
@@ -190,16 +168,16 @@ export class RedisLeaseStore implements Store, StoreSteps {
     throw unexpected(reply, script);
   }
 
-  async inspect(kind: Kind, { key }: KeyCall): Promise<Inspection> {
+  async inspect(kind: Kind, { key }: calls.KeyCall): Promise<Inspection> {
     const script = kind === "semaphore" ? this.scripts.semaphoreInspect : this.scripts.lockInspect;
     return inspection(await this.run(script, keysOf(kind, key), []), script);
   }
 
-  async leave(kind: Kind, { key, token }: TokenCall): Promise<void> {
+  async leave(kind: Kind, { key, token }: calls.TokenCall): Promise<void> {
     await this.run(kind === "semaphore" ? this.scripts.semaphoreLeave : this.scripts.lockLeave, keysOf(kind, key), [token]);
   }
 
-  async refreshWaiters(kind: Kind, { key, tokens, waiterLeaseMs }: RefreshWaitersCall): Promise<WaiterRefresh> {
+  async refreshWaiters(kind: Kind, { key, tokens, waiterLeaseMs }: calls.RefreshWaitersCall): Promise<WaiterRefresh> {
     const script = kind === "semaphore" ? this.scripts.semaphoreRefreshWaiters : this.scripts.lockRefreshWaiters;
     return refreshed(await this.run(script, keysOf(kind, key), [waiterLeaseMs, ...tokens]), tokens.length, script);
   }
@@ -209,7 +187,7 @@ export class RedisLeaseStore implements Store, StoreSteps {
    * process; a channel is subscribed while a local waiter needs it, and the
    * connection is closed a second after the last one leaves.
    */
-  async watch({ key, onGrant }: WatchCall): Promise<() => void> {
+  async watch({ key, onGrant }: calls.WatchCall): Promise<() => void> {
     if (this.closed) throw new ShutdownError(this.kind);
     return this.announcements.watch(key, onGrant);
   }
