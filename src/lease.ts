@@ -98,7 +98,7 @@ export interface LeaseBackend {
   /** The store key (`{prefix:id}`). */
   readonly key: string;
   extend(token: string, ms: number): Promise<boolean>;
-  /** `heldMs`: how long the lease was held, for the id's typical hold (see `Store.semaphoreRelease`), when reported. */
+  /** `heldMs`: how long the lease was held, for the id's typical hold (see `SemaphoreOperations.release`), when reported. */
   release(token: string, heldMs: number | undefined): Promise<boolean>;
   lost(): LeaseLostError;
   /** Who the lease is for, in events. */
