@@ -1,7 +1,16 @@
 import { ShutdownError } from "../../errors.js";
 import type * as calls from "../calls.js";
 import { GroupedStore, type Kind } from "../grouped.js";
-import type { AcquireReply, Grant, Inspection, LockStats, SemaphoreCounts, TenantOptions, WaiterRefresh } from "../types.js";
+import type {
+  AcquireReply,
+  Grant,
+  Inspection,
+  LockStats,
+  QueueOptions,
+  SemaphoreCounts,
+  TenantOptions,
+  WaiterRefresh,
+} from "../types.js";
 import type { MemoryClock } from "./clock.js";
 import type { SemaphoreState } from "./holders.js";
 import type { LocalStore } from "./local.js";
@@ -81,22 +90,9 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
   // ---- the Store contract: the cores below, in a promise, grouped by ../grouped.ts ----
 
   async acquire(kind: Kind, call: calls.SemaphoreAcquireCall | calls.LockAcquireCall): Promise<AcquireReply> {
-    this.#refuse();
-    const now = this.clock.now();
-    if (kind === "lock")
-      return lockAcquire(lockState(this.#locks, this.#env, call.key), call.token, call.leaseMs, call.queue, undefined, now);
+    // A lock's call has no limit, weight or tenant: #acquireNow reads them for a semaphore only.
     const { key, token, limit, weight, leaseMs, queue, tenant } = call as calls.SemaphoreAcquireCall;
-    return semaphoreAcquire(
-      semaphoreState(this.#semaphores, this.#env, key),
-      token,
-      limit,
-      weight,
-      leaseMs,
-      queue,
-      undefined,
-      tenant,
-      now,
-    );
+    return this.#acquireNow(kind, key, token, limit, weight, leaseMs, queue, undefined, tenant);
   }
 
   async extend(kind: Kind, call: calls.SemaphoreExtendCall): Promise<boolean> {
@@ -167,7 +163,7 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
     leaseMs: number,
     tenant?: TenantOptions,
   ): AcquireReply {
-    return this.#acquireNow(kind, key, token, limit, weight, leaseMs, undefined, tenant);
+    return this.#acquireNow(kind, key, token, limit, weight, leaseMs, undefined, undefined, tenant);
   }
 
   waitNow(
@@ -179,7 +175,7 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
     join: LocalJoin,
     tenant?: TenantOptions,
   ): AcquireReply {
-    return this.#acquireNow(kind, key, token, limit, weight, join.leaseMs, join, tenant);
+    return this.#acquireNow(kind, key, token, limit, weight, join.leaseMs, undefined, join, tenant);
   }
 
   settleNow(kind: Kind, key: string): number {
@@ -220,14 +216,15 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
     limit: number,
     weight: number,
     leaseMs: number,
+    queue: QueueOptions | undefined,
     join: LocalJoin | undefined,
     tenant: TenantOptions | undefined,
   ): AcquireReply {
     this.#refuse();
     const now = this.clock.now();
-    if (kind === "lock") return lockAcquire(lockState(this.#locks, this.#env, key), token, leaseMs, undefined, join, now);
+    if (kind === "lock") return lockAcquire(lockState(this.#locks, this.#env, key), token, leaseMs, queue, join, now);
     const state = semaphoreState(this.#semaphores, this.#env, key);
-    return semaphoreAcquire(state, token, limit, weight, leaseMs, undefined, join, tenant, now);
+    return semaphoreAcquire(state, token, limit, weight, leaseMs, queue, join, tenant, now);
   }
 
   #ids(kind: Kind): Map<string, IdState> {
