@@ -648,15 +648,15 @@ async function tenants(): Promise<void> {
       for (let start = 0; start < n; start += 1000) {
         await Promise.all(
           Array.from({ length: Math.min(1000, n - start) }, (_, i) =>
-            store.semaphoreAcquire(
-              `{${prefix}:k}`,
-              `w${start + i}@t${start + i}`,
+            store.semaphore.acquire({
+              key: `{${prefix}:k}`,
+              token: `w${start + i}@t${start + i}`,
               limit,
-              1,
-              600_000,
-              { claimMs: 600_000, maxQueue: 0 },
-              { limit: 1, maxQueue: 0 },
-            ),
+              weight: 1,
+              leaseMs: 600_000,
+              queue: { waiterLeaseMs: 600_000, maxQueue: 0 },
+              tenant: { limit: 1, maxQueue: 0 },
+            }),
           ),
         );
       }

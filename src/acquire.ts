@@ -79,7 +79,7 @@ async function acquireRemotely(
   };
 
   if (settings.waitMs > 0) {
-    const queue: QueueOptions = { claimMs: waiterLeaseOf(store), maxQueue: settings.maxQueue };
+    const queue: QueueOptions = { waiterLeaseMs: waiterLeaseOf(store), maxQueue: settings.maxQueue };
     const sentAt = performance.now();
     // Joining: a failure here ends the call, with the clean-up of an unknown outcome.
     const reply = await attempt(queue);

@@ -200,8 +200,8 @@ export class Breaker {
         storeKey === undefined
           ? Promise.resolve()
           : this.#probeKind === "lock"
-            ? this.store.lockStats(storeKey)
-            : this.store.semaphoreStats(storeKey);
+            ? this.store.lock.stats({ key: storeKey })
+            : this.store.semaphore.stats({ key: storeKey });
     } catch (error) {
       read = Promise.reject(error);
     }

@@ -3,7 +3,8 @@ import { StoreUnavailableError, ValidationError } from "./errors.js";
 import { ACCEPTED_CLIENTS, isRedisClient, type RedisClient } from "./store/clients.js";
 import { defaultStore } from "./store/memory.js";
 import { type RedisStore, redisStore } from "./store/redis.js";
-import { isStore, type Store } from "./store/types.js";
+import { isStore, refusePositionalStore } from "./store/shape.js";
+import type { Store } from "./store/types.js";
 
 /**
  * What `client` accepts: a store, a Redis client (an ioredis or iovalkey
@@ -58,6 +59,7 @@ interface Resolved {
  * later primitive on the same client gets a new one.
  */
 function toStore(value: unknown): Resolved {
+  refusePositionalStore(value);
   if (isStore(value)) return { store: value, own: undefined };
   if (isRedisClient(value)) {
     let own = wrapped.get(value);
@@ -92,6 +94,7 @@ export function storeSource(client: unknown): StoreSource {
     const store = defaultStore();
     return { get: () => store, close: () => Promise.resolve() };
   }
+  refusePositionalStore(client);
   if (isStore(client) || isRedisClient(client)) {
     const resolved = toStore(client);
     let closing: Promise<void> | undefined;

@@ -8,7 +8,7 @@ import { LOCK_ACQUIRE_OPTIONS, LOCK_FACTORY_OPTIONS, LOCK_RUN_OPTIONS } from "./
 import { checkOwner, defaultOwner, type Holder, holderOf } from "./owner.js";
 import { factoryOptions, resolveCall } from "./settings.js";
 import type { LockStats } from "./store/types.js";
-import { isLockStats } from "./store-call.js";
+import { isLockStats } from "./store-replies.js";
 import { ownerTag, TokenTag } from "./token.js";
 import { id as checkId } from "./validate.js";
 
@@ -19,7 +19,7 @@ const LOCK: Primitive = {
   acquireOptions: LOCK_ACQUIRE_OPTIONS,
   runOptions: LOCK_RUN_OPTIONS,
   holds: "lock",
-  inspect: (store, storeKey) => store.lockInspect(storeKey),
+  inspect: (store, storeKey) => store.lock.inspect({ key: storeKey }),
 };
 
 /** The lock behind {@link lock}: the shared steps (see `Leasing`) and its reads. */
@@ -36,7 +36,7 @@ export class DistributedLock extends Leasing<LeaseHandle> implements Lock {
 
   async stats(id: string): Promise<LockStats> {
     const storeKey = this.storeKeyOf(id);
-    return this.read(storeKey, "stats", (store) => store.lockStats(storeKey), isLockStats, subjectOf("lock", id));
+    return this.read(storeKey, "stats", (store) => store.lock.stats({ key: storeKey }), isLockStats, subjectOf("lock", id));
   }
 
   async holder(id: string): Promise<Holder | null> {

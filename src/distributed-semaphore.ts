@@ -12,8 +12,8 @@ import { byAge, checkOwner, defaultOwner, type Holder, holderOf } from "./owner.
 import type { Semaphore, SemaphoreStats, TenantStats } from "./semaphore.js";
 import { SemaphoreCall, type SemaphoreLeaseHandle } from "./semaphore-call.js";
 import { factoryOptions, resolveCall } from "./settings.js";
-import type { SemaphoreFigures } from "./store/types.js";
-import { isCount, isFigures } from "./store-call.js";
+import type { SemaphoreCounts } from "./store/types.js";
+import { isCount, isCounts } from "./store-replies.js";
 import { type TenantCallOptions, type TenantDefaults, tenantDefaults, tenantOfCall } from "./tenants.js";
 import { limitTag, ownerTag, TokenTag } from "./token.js";
 import { id as checkId, integerAtLeast, knownOptions, optionsObject } from "./validate.js";
@@ -25,7 +25,7 @@ const SEMAPHORE: Primitive = {
   acquireOptions: SEMAPHORE_ACQUIRE_OPTIONS,
   runOptions: SEMAPHORE_RUN_OPTIONS,
   holds: "permit",
-  inspect: (store, storeKey) => store.semaphoreInspect(storeKey),
+  inspect: (store, storeKey) => store.semaphore.inspect({ key: storeKey }),
 };
 
 const limitFix = "Pass how many holders are allowed at once, e.g. limit: 20.";
@@ -58,7 +58,7 @@ export class DistributedSemaphore extends Leasing<SemaphoreLeaseHandle> implemen
 
   async count(id: string): Promise<number> {
     const storeKey = this.storeKeyOf(id);
-    return this.read(storeKey, "count", (store) => store.semaphoreCount(storeKey), isCount, subjectOf("semaphore", id));
+    return this.read(storeKey, "count", (store) => store.semaphore.count({ key: storeKey }), isCount, subjectOf("semaphore", id));
   }
 
   stats(id: string): Promise<SemaphoreStats>;
@@ -69,11 +69,11 @@ export class DistributedSemaphore extends Leasing<SemaphoreLeaseHandle> implemen
     const given = options === undefined ? undefined : optionsObject(options, "stats");
     if (given !== undefined) knownOptions(given, TENANT_STATS_OPTIONS, "semaphore stats");
     const tenant = given === undefined ? undefined : tenantOfCall(this.#tenants, given, limit, 1);
-    const figures = await this.read<SemaphoreFigures>(
+    const figures = await this.read<SemaphoreCounts>(
       storeKey,
       "stats",
-      (store) => store.semaphoreStats(storeKey, tenant?.name),
-      isFigures,
+      (store) => store.semaphore.stats({ key: storeKey, tenant: tenant?.name }),
+      isCounts,
       subjectOf("semaphore", id, tenant?.name),
     );
     if (tenant === undefined) {

@@ -47,6 +47,19 @@ export {
   semaphore,
   type TenantStats,
 } from "./semaphore.js";
+export type {
+  KeyCall,
+  LockAcquireCall,
+  LockExtendCall,
+  LockReleaseCall,
+  RefreshWaitersCall,
+  SemaphoreAcquireCall,
+  SemaphoreExtendCall,
+  SemaphoreReleaseCall,
+  SemaphoreStatsCall,
+  TokenCall,
+  WatchCall,
+} from "./store/calls.js";
 export { type MemoryStore, type MemoryStoreOptions, memoryStore } from "./store/memory.js";
 export {
   type IoredisLikeClient,
@@ -61,9 +74,11 @@ export type {
   Grant,
   InspectedEntry,
   Inspection,
+  LockOperations,
   LockStats,
   QueueOptions,
-  SemaphoreFigures,
+  SemaphoreCounts,
+  SemaphoreOperations,
   Store,
   TenantOptions,
   WaiterRefresh,

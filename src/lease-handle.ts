@@ -4,7 +4,8 @@ import type { Lease } from "./lease.js";
 import type { LeaseCall } from "./lease-call.js";
 import type { Acquired } from "./outcomes.js";
 import { isMemoryStore } from "./store/memory.js";
-import { bounded, isFlag, send } from "./store-call.js";
+import { bounded, send } from "./store-call.js";
+import { isFlag } from "./store-replies.js";
 import { backgroundTimers, type Due } from "./timers.js";
 import { positiveMs } from "./validate.js";
 

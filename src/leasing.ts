@@ -9,7 +9,8 @@ import { LeaseHandle } from "./lease-handle.js";
 import type { Acquired, Refused } from "./outcomes.js";
 import { type CallSettings, type Defaults, type LeaseOption, resolveDefaults } from "./settings.js";
 import type { Inspection, Store } from "./store/types.js";
-import { bounded, isInspection, send } from "./store-call.js";
+import { bounded, send } from "./store-call.js";
+import { isInspection } from "./store-replies.js";
 import { id as checkId, knownOptions, optionsObject } from "./validate.js";
 
 /**

@@ -40,23 +40,31 @@ export class SemaphoreCall extends LeaseCall<SemaphoreLeaseHandle> {
   }
 
   take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply> {
-    return store.semaphoreAcquire(this.storeKey, token, this.limit, this.weight, this.leaseMs, queue, this.tenant);
+    return store.semaphore.acquire({
+      key: this.storeKey,
+      token,
+      limit: this.limit,
+      weight: this.weight,
+      leaseMs: this.leaseMs,
+      queue,
+      tenant: this.tenant,
+    });
   }
 
   leave(store: Store, token: string): Promise<void> {
-    return store.semaphoreLeave(this.storeKey, token);
+    return store.semaphore.leave({ key: this.storeKey, token });
   }
 
   refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Promise<WaiterRefresh> {
-    return store.semaphoreRefreshWaiters(this.storeKey, tokens, waiterLeaseMs);
+    return store.semaphore.refreshWaiters({ key: this.storeKey, tokens, waiterLeaseMs });
   }
 
   extend(token: string, ms: number): Promise<boolean> {
-    return this.store.semaphoreExtend(this.storeKey, token, ms, this.weight);
+    return this.store.semaphore.extend({ key: this.storeKey, token, leaseMs: ms, weight: this.weight });
   }
 
   release(token: string, heldMs: number | undefined): Promise<boolean> {
-    return this.store.semaphoreRelease(this.storeKey, token, this.weight, heldMs);
+    return this.store.semaphore.release({ key: this.storeKey, token, weight: this.weight, heldMs });
   }
 
   lost(): SemaphoreLeaseLostError {

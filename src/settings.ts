@@ -191,7 +191,7 @@ export function factoryOptions(args: readonly unknown[], where: string, known: r
       typeof first === "function" ||
       (typeof first === "object" &&
         first !== null &&
-        ("evalsha" in first || "evalSha" in first || "then" in first || "lockAcquire" in first));
+        ("evalsha" in first || "evalSha" in first || "then" in first || "lock" in first || "lockAcquire" in first));
     options = isClient ? { client: first } : optionsObject(first, where);
   }
   knownOptions(options, known, where);

@@ -2,31 +2,15 @@ import { breakerOf } from "./breaker.js";
 import { WAITER_LEASE_MS } from "./defaults.js";
 import { LeaseholdError, StorePermissionError, StoreUnavailableError } from "./errors.js";
 import { channels, type StoreErrorEvent, type Subject } from "./events.js";
-import { isMemoryStore } from "./store/memory.js";
-import {
-  type AcquireReply,
-  declaredMs,
-  declaredTimeoutMs,
-  type Grant,
-  type InspectedEntry,
-  type Inspection,
-  type LockStats,
-  type QueueOptions,
-  type SemaphoreFigures,
-  type Store,
-  type WaiterRefresh,
-  type WaiterStatus,
-} from "./store/types.js";
-import { MAX_MS } from "./validate.js";
+import { type AcquireReply, declaredMs, declaredTimeoutMs, type QueueOptions, type Store } from "./store/types.js";
+import { isAcquireReply } from "./store-replies.js";
 
-/** How long a waiter's own lease lasts when the store does not say. */
-
-/** The embedded store answers in the same process and never hangs: no timer on its hot path. */
+/** A store that declares `timeoutMs: 0` answers in this process and never hangs (the embedded one): no timer on its path. */
 function timeoutOf(store: Store): number | undefined {
-  return isMemoryStore(store) ? undefined : declaredTimeoutMs(store);
+  return store.timeoutMs === 0 ? undefined : declaredTimeoutMs(store);
 }
 
-/** The store's waiter lease (see `QueueOptions.claimMs`), or the default. */
+/** The store's waiter lease (see `QueueOptions.waiterLeaseMs`), or the default. */
 export function waiterLeaseOf(store: Store): number {
   return Math.floor(declaredMs(store, "waiterLeaseMs", WAITER_LEASE_MS));
 }
@@ -165,91 +149,6 @@ export function bounded<T>(
     },
   );
 }
-
-export const isFlag = (reply: unknown): boolean => typeof reply === "boolean";
-
-export const isCount = (reply: unknown): boolean => typeof reply === "number" && Number.isSafeInteger(reply) && reply >= 0;
-
-const isWhole = (value: unknown): boolean => typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
-
-export const isFigures = (reply: unknown): boolean =>
-  typeof reply === "object" &&
-  reply !== null &&
-  isWhole((reply as SemaphoreFigures).used) &&
-  isWhole((reply as SemaphoreFigures).holders) &&
-  isWhole((reply as SemaphoreFigures).waiting);
-
-export const isLockStats = (reply: unknown): boolean =>
-  typeof reply === "object" &&
-  reply !== null &&
-  typeof (reply as LockStats).held === "boolean" &&
-  isWhole((reply as LockStats).expiresInMs);
-
-const isEntry = (entry: unknown): boolean =>
-  typeof entry === "object" &&
-  entry !== null &&
-  typeof (entry as InspectedEntry).token === "string" &&
-  isWhole((entry as InspectedEntry).weight) &&
-  typeof (entry as InspectedEntry).expiresInMs === "number" &&
-  Number.isFinite((entry as InspectedEntry).expiresInMs);
-
-/** Who holds and who waits: two lists of entries. */
-export const isInspection = (reply: unknown): boolean =>
-  typeof reply === "object" &&
-  reply !== null &&
-  Array.isArray((reply as Inspection).holders) &&
-  (reply as Inspection).holders.every(isEntry) &&
-  Array.isArray((reply as Inspection).waiters) &&
-  (reply as Inspection).waiters.every(isEntry);
-
-/** A fence: a positive safe integer. */
-const isFence = (value: unknown): boolean => typeof value === "number" && Number.isSafeInteger(value) && value > 0;
-
-export const isAcquireReply = (reply: unknown): boolean =>
-  typeof reply === "object" &&
-  reply !== null &&
-  typeof (reply as AcquireReply).acquired === "boolean" &&
-  typeof (reply as AcquireReply).retryAfterMs === "number" &&
-  Number.isFinite((reply as AcquireReply).retryAfterMs) &&
-  (reply as AcquireReply).retryAfterMs >= 0 &&
-  // A lease without its fence could not be fenced: a store that gives none is answering nonsense.
-  (!(reply as AcquireReply).acquired || isFence((reply as AcquireReply).fence)) &&
-  // A typical hold, when the store keeps one, is a duration like any other.
-  ((reply as AcquireReply).holdMs === undefined || isDelay((reply as AcquireReply).holdMs));
-
-/** A delay a timer can hold: no lease, and so no wait the store reports, is longer. */
-function isDelay(value: unknown): boolean {
-  return typeof value === "number" && value >= 0 && value <= MAX_MS;
-}
-
-const WAITER_STATUSES: readonly unknown[] = ["held", "waiting", "gone"] satisfies WaiterStatus[];
-
-/** A refresh of `count` waiters: one known status per token, and a delay. */
-export const isWaiterRefresh =
-  (count: number) =>
-  (reply: unknown): boolean =>
-    typeof reply === "object" &&
-    reply !== null &&
-    Array.isArray((reply as WaiterRefresh).statuses) &&
-    (reply as WaiterRefresh).statuses.length === count &&
-    (reply as WaiterRefresh).statuses.every((status) => WAITER_STATUSES.includes(status)) &&
-    Array.isArray((reply as WaiterRefresh).fences) &&
-    (reply as WaiterRefresh).statuses.every((status, i) => status !== "held" || isFence((reply as WaiterRefresh).fences[i])) &&
-    isDelay((reply as WaiterRefresh).retryAfterMs);
-
-/** An announcement of waiters granted permits. */
-export const isGrant = (reply: unknown): boolean =>
-  typeof reply === "object" &&
-  reply !== null &&
-  Array.isArray((reply as Grant).tokens) &&
-  (reply as Grant).tokens.every((token) => typeof token === "string") &&
-  Array.isArray((reply as Grant).fences) &&
-  (reply as Grant).fences.length === (reply as Grant).tokens.length &&
-  (reply as Grant).fences.every(isFence) &&
-  isDelay((reply as Grant).reservedMs);
-
-/** What `watch` resolves: the function that stops watching. */
-export const isFunction = (reply: unknown): boolean => typeof reply === "function";
 
 /** A leave answers nothing the engine reads: any answer is an answer. */
 const isAnswer = (): boolean => true;

@@ -1,23 +1,14 @@
 import { breakerOf } from "./breaker.js";
 import type { AcquireReply, Grant, QueueOptions, Store, WaiterRefresh } from "./store/types.js";
-import {
-  type AcquireCalls,
-  badReply,
-  bounded,
-  failed,
-  isAcquireReply,
-  isFunction,
-  isGrant,
-  isWaiterRefresh,
-  send,
-} from "./store-call.js";
+import { type AcquireCalls, badReply, bounded, failed, send } from "./store-call.js";
+import { isAcquireReply, isFunction, isGrant, isWaiterRefresh } from "./store-replies.js";
 
 /** The calls a wait makes on its key, beyond those of any acquire. */
 export interface WaitingCalls extends AcquireCalls {
   readonly kind: "semaphore" | "lock";
   /** The store key (`{prefix:id}`). */
   readonly storeKey: string;
-  refresh(store: Store, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh>;
+  refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Promise<WaiterRefresh>;
 }
 
 /** A claim in flight: `reply` under the store's bound and checked; `answer` the store's own, however late it comes. */
@@ -48,12 +39,12 @@ export function refreshWaiters(
   store: Store,
   ops: WaitingCalls,
   tokens: readonly string[],
-  claimMs: number,
+  waiterLeaseMs: number,
 ): Promise<WaiterRefresh> {
   return bounded(
     store,
     "refresh",
-    send(() => ops.refresh(store, tokens, claimMs)),
+    send(() => ops.refresh(store, tokens, waiterLeaseMs)),
     isWaiterRefresh(tokens.length),
     ops.subject,
   );
@@ -71,7 +62,7 @@ export function watchGrants(store: Store, ops: WaitingCalls, onGrant: (grant: Gr
     if (isGrant(grant)) onGrant(grant);
     else badReply(store, "grant", grant, ops.subject);
   };
-  const answer = send(() => store.watch(ops.storeKey, heard));
+  const answer = send(() => store.watch({ key: ops.storeKey, onGrant: heard }));
   const stopping = (stop: unknown) => (): void => {
     try {
       if (typeof stop === "function") stop();

@@ -5,11 +5,11 @@ import calculateSlot from "cluster-key-slot";
 import type { Redis } from "ioredis";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { luaSource } from "../scripts/lua-source.mjs";
-import { lock, redisStore, type Store, StoreUnavailableError, semaphore } from "../src/index.js";
+import { lock, redisStore, type SemaphoreAcquireCall, type Store, StoreUnavailableError, semaphore } from "../src/index.js";
 import { scripts } from "../src/store/lua.generated.js";
 import { newRedis, uniquePrefix } from "./support/redis.js";
 import { freePort, type RedisServer, startRedisServer } from "./support/redis-server.js";
-import { eventually } from "./support/stores.js";
+import { eventually, mapCalls } from "./support/stores.js";
 
 const servers: RedisServer[] = [];
 afterEach(async () => {
@@ -164,18 +164,15 @@ describe("redis store", () => {
     const inner = redisStore(deaf, { waiterLeaseMs: 60_000 });
     // Counts refreshes that have answered: the first one, right after subscribing, ends the room's set-up.
     let refreshed = 0;
-    const store = new Proxy(inner, {
-      get(target, property) {
-        const value = Reflect.get(target, property, target);
-        if (typeof value !== "function") return value;
-        if (property !== "semaphoreRefreshWaiters" && property !== "lockRefreshWaiters") return value.bind(target);
-        return async (...args: unknown[]) => {
-          const answer = await value.apply(target, args);
-          refreshed++;
-          return answer;
-        };
-      },
-    });
+    const store = mapCalls(inner, (name, real) =>
+      name.endsWith(".refreshWaiters")
+        ? async (call: never) => {
+            const answer = await real(call);
+            refreshed++;
+            return answer;
+          }
+        : real,
+    );
     const prefix = uniquePrefix();
     for (const [name, primitive] of [
       ["semaphore", semaphore({ client: store, limit: 1, prefix })],
@@ -239,14 +236,17 @@ describe("redis store", () => {
     // The real store underneath, with an acquire that runs and then answers nonsense.
     const garbled: Store = Object.assign(Object.create(real) as Store, {
       kind: "garbled",
-      semaphoreAcquire: async (...args: Parameters<Store["semaphoreAcquire"]>) => {
-        await real.semaphoreAcquire(...args);
-        return { acquired: "yes" } as never;
+      semaphore: {
+        ...real.semaphore,
+        acquire: async (call: SemaphoreAcquireCall) => {
+          await real.semaphore.acquire(call);
+          return { acquired: "yes" } as never;
+        },
       },
     });
     const slots = semaphore(garbled, { limit: 1, prefix });
     await expect(slots.acquire("k")).rejects.toThrow(/not a valid reply/);
-    await eventually(async () => (await real.semaphoreCount(`{${prefix}:k}`)) === 0);
+    await eventually(async () => (await real.semaphore.count({ key: `{${prefix}:k}` })) === 0);
   });
 
   it("survives a server restart: scripts reload after NOSCRIPT and held leases are reported gone", async () => {

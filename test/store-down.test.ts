@@ -5,6 +5,8 @@ import {
   CHANNELS,
   lock,
   redisStore,
+  type SemaphoreAcquireCall,
+  type SemaphoreStatsCall,
   type StoreDownEvent,
   StoreUnavailableError,
   type StoreUpEvent,
@@ -117,8 +119,11 @@ describe("a store that cannot be reached", () => {
     let hang = false;
     const never = new Promise<never>(() => {});
     const halfDown = Object.assign(Object.create(store), {
-      semaphoreAcquire: (...args: Parameters<typeof store.semaphoreAcquire>) => (hang ? never : store.semaphoreAcquire(...args)),
-      semaphoreStats: (...args: Parameters<typeof store.semaphoreStats>) => (hang ? never : store.semaphoreStats(...args)),
+      semaphore: {
+        ...store.semaphore,
+        acquire: (call: SemaphoreAcquireCall) => (hang ? never : store.semaphore.acquire(call)),
+        stats: (call: SemaphoreStatsCall) => (hang ? never : store.semaphore.stats(call)),
+      },
     });
     const slots = semaphore({ client: halfDown, limit: 2, prefix: uniquePrefix(), leaseMs: 3000 });
     const lease = await slots.acquire("k");
@@ -136,7 +141,10 @@ describe("a store that cannot be reached", () => {
   it("an error the store answers with does not take it down (a script error, a missing permission)", async () => {
     const { store } = await behindProxy();
     const broken = Object.assign(Object.create(store), {
-      semaphoreAcquire: () => Promise.reject(new Error("NOPERM this user has no permissions to run the 'evalsha' command")),
+      semaphore: {
+        ...store.semaphore,
+        acquire: () => Promise.reject(new Error("NOPERM this user has no permissions to run the 'evalsha' command")),
+      },
     });
     const slots = semaphore({ client: broken, limit: 1, prefix: uniquePrefix() });
     for (let n = 0; n < 3; n++) {

@@ -49,7 +49,8 @@ export interface Report {
 
 /** Reads who holds and who waits: one script, no writes. */
 export async function read(store: Store, target: Target): Promise<Report> {
-  const seen = target.kind === "lock" ? await store.lockInspect(target.key) : await store.semaphoreInspect(target.key);
+  const seen =
+    target.kind === "lock" ? await store.lock.inspect({ key: target.key }) : await store.semaphore.inspect({ key: target.key });
   const at = Date.now();
   const holders = seen.holders
     .map((entry): HolderRow => {

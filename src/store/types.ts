@@ -1,5 +1,6 @@
 import { STORE_TIMEOUT_MS } from "../defaults.js";
 import { MAX_MS } from "../validate.js";
+import type * as calls from "./calls.js";
 
 /**
  * The answer to an acquire attempt. When not acquired, `retryAfterMs` is how
@@ -22,7 +23,7 @@ export interface AcquireReply {
   tenantFull?: boolean;
   /**
    * When not acquired: the id's typical hold time in ms (at least 1), as the
-   * releases of every process on the store recorded it (see `semaphoreRelease`);
+   * releases of every process on the store recorded it (see {@link SemaphoreOperations.release});
    * absent when none was recorded lately.
    */
   holdMs?: number;
@@ -35,7 +36,7 @@ export interface QueueOptions {
    * the waiter is dropped (its process died). A permit granted to a waiter
    * stays reserved until its waiter lease ends, unless it is claimed first.
    */
-  claimMs: number;
+  waiterLeaseMs: number;
   /** The most waiters on one id; 0 for no bound. */
   maxQueue: number;
 }
@@ -63,11 +64,12 @@ export interface Grant {
   tokens: readonly string[];
   /** The fence of each grant, in the order of `tokens`. */
   fences: readonly number[];
-  reservedMs: number;
+  /** The granted waiters' own lease, as the grant found it: the grant stays reserved this long unless claimed. */
+  waiterLeaseMs: number;
 }
 
 /** What a store knows of one semaphore id. */
-export interface SemaphoreFigures {
+export interface SemaphoreCounts {
   /** Permits held by live leases (weights included). */
   used: number;
   /** Live leases (a weight-3 lease counts once). */
@@ -122,22 +124,16 @@ export interface WaiterRefresh {
 }
 
 /**
- * Where leases live. `memoryStore()` and `redisStore()` implement it; anything
- * that passes the conformance suite in `test/conformance/` may. Every method
- * is one atomic step on the store's own clock. `key` is the base key the
- * primitive derives from its prefix and id (`{prefix:id}`); a store may derive
- * companion keys from it.
+ * The calls of a store on semaphore ids. Every call is one atomic step on the
+ * store's own clock.
  *
- * The store never decides policy (retries, renewal, loss, how long to wait):
- * that is the engine's job, so both stores share it. It keeps the waiting
- * room's order and grants permits to waiters, in ticket order, as they free.
+ * @example
+ * ```ts
+ * const reply = await store.semaphore.acquire({ key: "{semaphore:openai}", token, limit: 20, weight: 1, leaseMs: 30_000 });
+ * if (reply.acquired) await store.semaphore.release({ key: "{semaphore:openai}", token, weight: 1 });
+ * ```
  */
-export interface Store {
-  /** `"memory"` or `"redis"`; shown in errors and problem responses. */
-  readonly kind: string;
-  /** Default length of a waiter's own lease (see {@link QueueOptions.claimMs}). */
-  readonly waiterLeaseMs?: number;
-
+export interface SemaphoreOperations {
   /**
    * Prune lapsed holders and waiters, grant waiters that now fit (a waiter fits
    * when the permits held, its own included, are within its own limit and the
@@ -154,90 +150,110 @@ export interface Store {
    * (the Redis store derives it from its clock in microseconds and the last
    * fence its keys keep, and keeps them until its clock has passed it).
    */
-  semaphoreAcquire(
-    key: string,
-    token: string,
-    limit: number,
-    weight: number,
-    leaseMs: number,
-    queue?: QueueOptions,
-    tenant?: TenantOptions,
-  ): Promise<AcquireReply>;
-  /**
-   * Push `token`'s expiry to now + `leaseMs`; false unless it holds a live lease.
-   * `weight`, when given, is the lease's own (a hint, as for release).
-   */
-  semaphoreExtend(key: string, token: string, leaseMs: number, weight?: number): Promise<boolean>;
+  acquire(call: calls.SemaphoreAcquireCall): Promise<AcquireReply>;
+  /** Push `token`'s expiry to now + `leaseMs`; false unless it holds a live lease. */
+  extend(call: calls.SemaphoreExtendCall): Promise<boolean>;
   /**
    * Return `token`'s permits (and grant waiters they make room for); true only
-   * if its lease was still live. `weight`, when given, is the lease's own (a
-   * hint that spares a lookup). `heldMs`, when given, is how long the lease
-   * was held (whole ms): a live lease's is folded into the id's typical hold,
-   * which refusals answer as `holdMs`: `avg' = round((4 avg + heldMs) / 5)`,
-   * or `heldMs` alone when none counts. It counts until a few holds after
-   * that release (`now + max(1000, 4 avg')`), never past the end of the
-   * released lease, and the id's keys are kept that long. (The engine passes
-   * `heldMs` with at most one release per id every 100 ms.)
+   * if its lease was still live. A live lease's `heldMs` is folded into the
+   * id's typical hold, which refusals answer as `holdMs`:
+   * `avg' = round((4 avg + heldMs) / 5)`, or `heldMs` alone when none counts.
+   * It counts until a few holds after that release (`now + max(1000, 4 avg')`),
+   * never past the end of the released lease, and the id's keys are kept that
+   * long. (The engine passes `heldMs` with at most one release per id every 100 ms.)
    */
-  semaphoreRelease(key: string, token: string, weight?: number, heldMs?: number): Promise<boolean>;
+  release(call: calls.SemaphoreReleaseCall): Promise<boolean>;
   /** Live holders (not permits) of the semaphore. */
-  semaphoreCount(key: string): Promise<number>;
+  count(call: calls.KeyCall): Promise<number>;
   /**
    * Permits used and holders (live only), and live waiters, of the id or of one
    * of its tenants; for the id, also how many tenants hold or wait. One round trip, no writes.
    */
-  semaphoreStats(key: string, tenant?: string): Promise<SemaphoreFigures>;
+  stats(call: calls.SemaphoreStatsCall): Promise<SemaphoreCounts>;
   /** Live holders (granted waiters included) and waiters of the semaphore: one round trip, no writes. */
-  semaphoreInspect(key: string): Promise<Inspection>;
+  inspect(call: calls.KeyCall): Promise<Inspection>;
   /** Leave the queue, returning a grant not yet claimed. */
-  semaphoreLeave(key: string, token: string): Promise<void>;
+  leave(call: calls.TokenCall): Promise<void>;
   /** Keep these waiters' leases alive, grant who fits, and say where each stands. */
-  semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh>;
+  refreshWaiters(call: calls.RefreshWaitersCall): Promise<WaiterRefresh>;
+}
 
+/**
+ * The calls of a store on lock ids: a lock is one holder at a time, with the
+ * same waiting room, fences and typical hold as a semaphore.
+ *
+ * @example
+ * ```ts
+ * const reply = await store.lock.acquire({ key: "{lock:invoice-42}", token, leaseMs: 10_000 });
+ * if (reply.acquired) await store.lock.release({ key: "{lock:invoice-42}", token });
+ * ```
+ */
+export interface LockOperations {
   /** Take the lock for `token` if free and nobody waits (or refresh it if `token` holds it); with `queue`, wait in line. */
-  lockAcquire(key: string, token: string, ttlMs: number, queue?: QueueOptions): Promise<AcquireReply>;
-  /** Push the lock's expiry to now + `ttlMs`; false unless `token` holds it. */
-  lockExtend(key: string, token: string, ttlMs: number): Promise<boolean>;
+  acquire(call: calls.LockAcquireCall): Promise<AcquireReply>;
+  /** Push the lock's expiry to now + `leaseMs`; false unless `token` holds it. */
+  extend(call: calls.LockExtendCall): Promise<boolean>;
   /**
    * Delete the lock (and hand it to the head waiter); true only if `token` held
-   * it. `heldMs`: as for `semaphoreRelease`, the lock's typical hold.
+   * it. `heldMs`: as for a semaphore's release, the lock's typical hold.
    */
-  lockRelease(key: string, token: string, heldMs?: number): Promise<boolean>;
+  release(call: calls.LockReleaseCall): Promise<boolean>;
   /** Whether the lock is held and for how long yet. */
-  lockStats(key: string): Promise<LockStats>;
+  stats(call: calls.KeyCall): Promise<LockStats>;
   /** The live holder (a granted waiter included) and the waiters of the lock: one round trip, no writes. */
-  lockInspect(key: string): Promise<Inspection>;
+  inspect(call: calls.KeyCall): Promise<Inspection>;
   /** Leave the lock's queue, returning a grant not yet claimed. */
-  lockLeave(key: string, token: string): Promise<void>;
+  leave(call: calls.TokenCall): Promise<void>;
   /** Keep these waiters' leases alive, grant the lock if free, and say where each stands. */
-  lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh>;
+  refreshWaiters(call: calls.RefreshWaitersCall): Promise<WaiterRefresh>;
+}
+
+/**
+ * Where leases live. `memoryStore()` and `redisStore()` implement it; anything
+ * that passes the conformance suite in `test/conformance/` may (see "A store
+ * of your own" in docs/clients.md). Each call takes one object; `key` is the
+ * base key the primitive derives from its prefix and id (`{prefix:id}`).
+ *
+ * The store never decides policy (retries, renewal, loss, how long to wait):
+ * that is the engine's job, so both stores share it. It keeps the waiting
+ * room's order and grants permits to waiters, in ticket order, as they free.
+ *
+ * @example
+ * ```ts
+ * const store: Store = memoryStore();
+ * const reply = await store.lock.acquire({ key: "{lock:nightly}", token: "t1", leaseMs: 60_000 });
+ * await store.close?.();
+ * ```
+ */
+export interface Store {
+  /** `"memory"` or `"redis"`; shown in errors and problem responses. */
+  readonly kind: string;
+  /**
+   * The longest one round trip may take before the engine fails the call
+   * with `StoreUnavailableError` (default 2000). 0: the store answers in this
+   * process and never hangs (the memory store), so no timer is set.
+   */
+  readonly timeoutMs?: number;
+  /** Default length of a waiter's own lease (see {@link QueueOptions.waiterLeaseMs}). */
+  readonly waiterLeaseMs?: number;
+
+  readonly semaphore: SemaphoreOperations;
+  readonly lock: LockOperations;
 
   /**
    * Calls `onGrant` for every grant made on `key` (by any process), so the
-   * granted waiters can claim at once. Resolves once listening. Delivery is
-   * best effort: the engine backs it up with timers.
+   * granted waiters can claim at once. Resolves once listening, with the
+   * function that stops. Delivery is best effort: the engine backs it up with timers.
    */
-  watch(key: string, onGrant: (grant: Grant) => void): Promise<() => void>;
+  watch(call: calls.WatchCall): Promise<() => void>;
 
   /**
    * Ends what the store itself runs (connections it opened, its timers) and
    * refuses every later call with `ShutdownError`. Never closes a client it
-   * was given. Optional for a custom store.
+   * was given. Idempotent. Optional for a custom store.
    */
   close?(): Promise<void>;
 }
-
-/** Tells a store apart from a Redis client, a promise or a factory. */
-export function isStore(value: unknown): value is Store {
-  return (
-    typeof value === "object" &&
-    value !== null &&
-    typeof (value as Store).semaphoreAcquire === "function" &&
-    typeof (value as Store).lockAcquire === "function"
-  );
-}
-
-/** The bound on one round trip for a store that names none (a custom store). */
 
 /**
  * A duration a store declares about itself, or `fallback` when it declares

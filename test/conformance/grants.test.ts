@@ -8,8 +8,15 @@ import { uniquePrefix } from "../support/redis.js";
 import { eventually, storesUnderTest } from "../support/stores.js";
 
 /** A waiter whose process has died: it joined the queue and will never refresh or claim. */
-async function deadWaiter(store: Store, key: string, token: string, weight: number, limit: number, claimMs: number) {
-  const reply = await store.semaphoreAcquire(key, token, limit, weight, 60_000, { claimMs, maxQueue: 0 });
+async function deadWaiter(store: Store, key: string, token: string, weight: number, limit: number, waiterLeaseMs: number) {
+  const reply = await store.semaphore.acquire({
+    key,
+    token,
+    limit,
+    weight,
+    leaseMs: 60_000,
+    queue: { waiterLeaseMs, maxQueue: 0 },
+  });
   expect(reply).toMatchObject({ acquired: false, queued: true });
 }
 
@@ -39,17 +46,26 @@ describe.each(storesUnderTest)("grants on the $name store", ({ make, redis }) =>
     await eventually(async () => (await slots.stats("k")).used === 0);
     // A fail-fast caller meets the queue: its acquire grants the waiter, then refuses the caller.
     expect(await slots.acquire("k")).toBeNull();
-    expect((await store.semaphoreInspect(key)).holders.map((h) => h.token)).toEqual(["w"]);
+    expect((await store.semaphore.inspect({ key })).holders.map((h) => h.token)).toEqual(["w"]);
     await everyKeyExpires(prefix, 1_000);
     // The waiter claims its grant; the three permits are its own, and nobody else gets one.
-    expect(await store.semaphoreAcquire(key, "w", 3, 3, 60_000, { claimMs: 3_000, maxQueue: 0 })).toMatchObject({
+    expect(
+      await store.semaphore.acquire({
+        key,
+        token: "w",
+        limit: 3,
+        weight: 3,
+        leaseMs: 60_000,
+        queue: { waiterLeaseMs: 3_000, maxQueue: 0 },
+      }),
+    ).toMatchObject({
       acquired: true,
     });
     await everyKeyExpires(prefix, 50_000);
     expect(await slots.acquire("k")).toBeNull();
     expect(await slots.acquire("k")).toBeNull();
     expect(await slots.stats("k")).toMatchObject({ used: 3, holders: 1 });
-    expect(await store.semaphoreRelease(key, "w", 3)).toBe(true);
+    expect(await store.semaphore.release({ key, token: "w", weight: 3 })).toBe(true);
   });
 
   it("a dead waiter's unclaimed grant leaves no phantom permits and no keys behind", async () => {
@@ -105,11 +121,11 @@ describe.each(storesUnderTest)("grants on the $name store", ({ make, redis }) =>
     const slots = semaphore({ client: store, limit: 1, prefix });
     const holder = await slots.acquire("k");
     await deadWaiter(store, key, "dead", 1, 1, 2_000);
-    await eventually(async () => (entry(await store.semaphoreInspect(key), "dead")?.expiresInMs ?? 2_000) < 1_700);
-    const left = entry(await store.semaphoreInspect(key), "dead")?.expiresInMs ?? 0;
+    await eventually(async () => (entry(await store.semaphore.inspect({ key }), "dead")?.expiresInMs ?? 2_000) < 1_700);
+    const left = entry(await store.semaphore.inspect({ key }), "dead")?.expiresInMs ?? 0;
     await holder?.release(); // grants the dead waiter
-    const reserved = entry(await store.semaphoreInspect(key), "dead");
-    expect((await store.semaphoreInspect(key)).holders.map((h) => h.token)).toEqual(["dead"]);
+    const reserved = entry(await store.semaphore.inspect({ key }), "dead");
+    expect((await store.semaphore.inspect({ key })).holders.map((h) => h.token)).toEqual(["dead"]);
     expect(reserved?.expiresInMs).toBeLessThanOrEqual(left);
   });
 

@@ -101,20 +101,23 @@ describe.each(storesUnderTest)("the typical hold on the $name store", ({ name, m
   it("only a live lease's release counts: a lapsed one's, or one that does not say its hold, records nothing", async () => {
     const store = make();
     const key = `{${uniquePrefix()}:k}`;
-    expect((await store.semaphoreAcquire(key, "a", 2, 1, 100)).acquired).toBe(true);
+    expect((await store.semaphore.acquire({ key, token: "a", limit: 2, weight: 1, leaseMs: 100 })).acquired).toBe(true);
     await sleep(150);
-    expect(await store.semaphoreRelease(key, "a", 1, 120)).toBe(false);
-    expect((await store.semaphoreAcquire(key, "b", 1, 1, LEASE_MS)).acquired).toBe(true);
-    expect(await store.semaphoreRelease(key, "b", 1)).toBe(true);
-    expect((await store.semaphoreAcquire(key, "c", 1, 1, LEASE_MS)).acquired).toBe(true);
-    const refused = await store.semaphoreAcquire(key, "d", 1, 1, LEASE_MS);
+    expect(await store.semaphore.release({ key, token: "a", weight: 1, heldMs: 120 })).toBe(false);
+    expect((await store.semaphore.acquire({ key, token: "b", limit: 1, weight: 1, leaseMs: LEASE_MS })).acquired).toBe(true);
+    expect(await store.semaphore.release({ key, token: "b", weight: 1 })).toBe(true);
+    expect((await store.semaphore.acquire({ key, token: "c", limit: 1, weight: 1, leaseMs: LEASE_MS })).acquired).toBe(true);
+    const refused = await store.semaphore.acquire({ key, token: "d", limit: 1, weight: 1, leaseMs: LEASE_MS });
     expect(refused).toMatchObject({ acquired: false });
     expect(refused.holdMs).toBeUndefined();
     // A live one's does.
-    expect(await store.semaphoreRelease(key, "c", 1, 250)).toBe(true);
-    expect((await store.semaphoreAcquire(key, "e", 1, 1, LEASE_MS)).acquired).toBe(true);
-    expect(await store.semaphoreAcquire(key, "f", 1, 1, LEASE_MS)).toMatchObject({ acquired: false, holdMs: 250 });
-    await store.semaphoreRelease(key, "e", 1);
+    expect(await store.semaphore.release({ key, token: "c", weight: 1, heldMs: 250 })).toBe(true);
+    expect((await store.semaphore.acquire({ key, token: "e", limit: 1, weight: 1, leaseMs: LEASE_MS })).acquired).toBe(true);
+    expect(await store.semaphore.acquire({ key, token: "f", limit: 1, weight: 1, leaseMs: LEASE_MS })).toMatchObject({
+      acquired: false,
+      holdMs: 250,
+    });
+    await store.semaphore.release({ key, token: "e", weight: 1 });
   });
 
   it("the record lives in the id's keys and goes with them: never past the lease whose release wrote it", async () => {
@@ -122,23 +125,30 @@ describe.each(storesUnderTest)("the typical hold on the $name store", ({ name, m
     const prefix = uniquePrefix();
     const [semKey, lockKey] = [`{${prefix}:s}`, `{${prefix}:l}`];
     // Leases of 300 ms, released at once: each record counts until its lease's end at the latest.
-    expect((await store.semaphoreAcquire(semKey, "a", 1, 1, 300)).acquired).toBe(true);
-    expect(await store.semaphoreRelease(semKey, "a", 1, 5)).toBe(true);
-    expect((await store.lockAcquire(lockKey, "a", 300)).acquired).toBe(true);
-    expect(await store.lockRelease(lockKey, "a", 5)).toBe(true);
+    expect((await store.semaphore.acquire({ key: semKey, token: "a", limit: 1, weight: 1, leaseMs: 300 })).acquired).toBe(true);
+    expect(await store.semaphore.release({ key: semKey, token: "a", weight: 1, heldMs: 5 })).toBe(true);
+    expect((await store.lock.acquire({ key: lockKey, token: "a", leaseMs: 300 })).acquired).toBe(true);
+    expect(await store.lock.release({ key: lockKey, token: "a", heldMs: 5 })).toBe(true);
     // Idle, yet the record counts: a holder's refusal still says it.
-    expect((await store.semaphoreAcquire(semKey, "b", 1, 1, 60)).acquired).toBe(true);
-    expect(await store.semaphoreAcquire(semKey, "c", 1, 1, 60)).toMatchObject({ acquired: false, holdMs: 5 });
-    expect((await store.lockAcquire(lockKey, "b", 60)).acquired).toBe(true);
-    expect(await store.lockAcquire(lockKey, "c", 60)).toMatchObject({ acquired: false, holdMs: 5 });
+    expect((await store.semaphore.acquire({ key: semKey, token: "b", limit: 1, weight: 1, leaseMs: 60 })).acquired).toBe(true);
+    expect(await store.semaphore.acquire({ key: semKey, token: "c", limit: 1, weight: 1, leaseMs: 60 })).toMatchObject({
+      acquired: false,
+      holdMs: 5,
+    });
+    expect((await store.lock.acquire({ key: lockKey, token: "b", leaseMs: 60 })).acquired).toBe(true);
+    expect(await store.lock.acquire({ key: lockKey, token: "c", leaseMs: 60 })).toMatchObject({ acquired: false, holdMs: 5 });
     await sleep(400);
     // Past the released leases' ends: forgotten, and on Redis no key is left.
     if (redis !== undefined) expect(await redis().keys(`{${prefix}:*`)).toEqual([]);
-    expect((await store.semaphoreAcquire(semKey, "d", 1, 1, LEASE_MS)).acquired).toBe(true);
-    expect((await store.semaphoreAcquire(semKey, "e", 1, 1, LEASE_MS)).holdMs).toBeUndefined();
-    expect((await store.lockAcquire(lockKey, "d", LEASE_MS)).acquired).toBe(true);
-    expect((await store.lockAcquire(lockKey, "e", LEASE_MS)).holdMs).toBeUndefined();
-    await store.semaphoreRelease(semKey, "d", 1);
-    await store.lockRelease(lockKey, "d");
+    expect((await store.semaphore.acquire({ key: semKey, token: "d", limit: 1, weight: 1, leaseMs: LEASE_MS })).acquired).toBe(
+      true,
+    );
+    expect(
+      (await store.semaphore.acquire({ key: semKey, token: "e", limit: 1, weight: 1, leaseMs: LEASE_MS })).holdMs,
+    ).toBeUndefined();
+    expect((await store.lock.acquire({ key: lockKey, token: "d", leaseMs: LEASE_MS })).acquired).toBe(true);
+    expect((await store.lock.acquire({ key: lockKey, token: "e", leaseMs: LEASE_MS })).holdMs).toBeUndefined();
+    await store.semaphore.release({ key: semKey, token: "d", weight: 1 });
+    await store.lock.release({ key: lockKey, token: "d" });
   });
 });

@@ -200,12 +200,19 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     const holder = await slots.acquire("k");
     const key = `{${prefix}:k}`;
     // A waiter that nobody refreshes or claims: its process is gone.
-    const ghost = await store.semaphoreAcquire(key, "ghost", 1, 1, 60_000, { claimMs: 300, maxQueue: 0 });
+    const ghost = await store.semaphore.acquire({
+      key,
+      token: "ghost",
+      limit: 1,
+      weight: 1,
+      leaseMs: 60_000,
+      queue: { waiterLeaseMs: 300, maxQueue: 0 },
+    });
     expect(ghost.queued).toBe(true);
     const behind = slots.acquire("k", { waitMs: 10_000 });
     await eventually(() => calls.semaphoreAcquire === 3);
     await holder?.release();
-    // The ghost is granted first (strict order) but never claims; its grant lapses after its claim window.
+    // The ghost is granted first (strict order) but never claims; its grant lapses after its waiter lease.
     const lease = await behind;
     expect(lease).not.toBeNull();
     expect(lease?.waitedMs).toBeGreaterThanOrEqual(250);
@@ -219,14 +226,21 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     const listening = gate();
     const store: Store = {
       ...spied,
-      watch: async (key, onGrant) => {
+      watch: async ({ key, onGrant }) => {
         await listening.opened;
-        return spied.watch(key, onGrant);
+        return spied.watch({ key, onGrant });
       },
     };
     const slots = semaphore({ client: store, limit: 1, prefix });
     const holder = await slots.acquire("k");
-    const ghost = await store.semaphoreAcquire(`{${prefix}:k}`, "ghost", 1, 1, 60_000, { claimMs: 300, maxQueue: 0 });
+    const ghost = await store.semaphore.acquire({
+      key: `{${prefix}:k}`,
+      token: "ghost",
+      limit: 1,
+      weight: 1,
+      leaseMs: 60_000,
+      queue: { waiterLeaseMs: 300, maxQueue: 0 },
+    });
     expect(ghost.queued).toBe(true);
     const behind = slots.acquire("k", { waitMs: 10_000 });
     await eventually(() => calls.semaphoreAcquire === 3);
@@ -248,18 +262,24 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     const store: Store = {
       ...spied,
       // The subscription is ready only when the test says, and then hears everything.
-      watch: async (key, onGrant) => {
+      watch: async ({ key, onGrant }) => {
         await listening.opened;
-        return spied.watch(key, (grant) => {
-          delivered++;
-          onGrant(grant);
+        return spied.watch({
+          key,
+          onGrant: (grant) => {
+            delivered++;
+            onGrant(grant);
+          },
         });
       },
       // The first refresh after subscribing waits, so an announcement can overtake it.
-      semaphoreRefreshWaiters: async (key, tokens, claimMs) => {
-        refreshCalls++;
-        await refreshing.opened;
-        return spied.semaphoreRefreshWaiters(key, tokens, claimMs);
+      semaphore: {
+        ...spied.semaphore,
+        refreshWaiters: async (call) => {
+          refreshCalls++;
+          await refreshing.opened;
+          return spied.semaphore.refreshWaiters(call);
+        },
       },
     };
     const slots = semaphore({ client: store, limit: 3, prefix });
@@ -373,10 +393,13 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     const holder = await slots.acquire("k");
     const lost = gate<unknown>();
     // The grant is taken back (as an operator's release would) before the confirming extend lands.
-    const confirm = store.semaphoreExtend.bind(store);
-    store.semaphoreExtend = async (key, token, ms, weight) => {
-      await store.semaphoreLeave(key, token);
-      return confirm(key, token, ms, weight);
+    const confirm = store.semaphore.extend;
+    (store as { semaphore: Store["semaphore"] }).semaphore = {
+      ...store.semaphore,
+      extend: async (call) => {
+        await store.semaphore.leave(call);
+        return confirm(call);
+      },
     };
     const waiter = slots
       .run(
@@ -410,18 +433,22 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     let joinedAt = 0;
     const store: Store = {
       ...spied,
-      semaphoreAcquire: async (key, token, limit, weight, leaseMs, queue) => {
-        if (queue !== undefined && first === undefined) {
-          first = token;
-          joinedAt = performance.now();
-        }
-        const reply = await spied.semaphoreAcquire(key, token, limit, weight, leaseMs, queue);
-        // The first waiter's first claim reaches the store, which grants it; the answer arrives after the timeout.
-        if (token === first && ++firstCalls === 2) {
-          await lateReply.opened;
-          answeredLate = true;
-        }
-        return reply;
+      semaphore: {
+        ...spied.semaphore,
+        acquire: async (call) => {
+          const { token, queue } = call;
+          if (queue !== undefined && first === undefined) {
+            first = token;
+            joinedAt = performance.now();
+          }
+          const reply = await spied.semaphore.acquire(call);
+          // The first waiter's first claim reaches the store, which grants it; the answer arrives after the timeout.
+          if (token === first && ++firstCalls === 2) {
+            await lateReply.opened;
+            answeredLate = true;
+          }
+          return reply;
+        },
       },
     };
     const slots = semaphore({ client: store, limit: 1, prefix });
@@ -521,9 +548,12 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
         const { result, storeErrors, crashes } = await watchingFailures("garbled", async ({ storeErrors }) => {
           // The real refresh still runs (the waiter keeps its place); only its answer is replaced.
           const slots = wrapped(600, (real) => ({
-            semaphoreRefreshWaiters: async (key, tokens, claimMs) => {
-              await real.semaphoreRefreshWaiters(key, tokens, claimMs);
-              return garbage as never;
+            semaphore: {
+              ...real.semaphore,
+              refreshWaiters: async (call) => {
+                await real.semaphore.refreshWaiters(call);
+                return garbage as never;
+              },
             },
           }));
           const holder = await slots.acquire("k");
@@ -588,10 +618,10 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
       const { result, storeErrors, crashes } = await watchingFailures("garbled", async () => {
         let announced = false;
         const slots = wrapped(60_000, (real) => ({
-          watch: async (key, onGrant) => {
-            const stop = await real.watch(key, onGrant);
+          watch: async ({ key, onGrant }) => {
+            const stop = await real.watch({ key, onGrant });
             queueMicrotask(() => {
-              for (const garbage of [null, {}, { tokens: "all", reservedMs: 5 }, { tokens: [7], reservedMs: 5 }]) {
+              for (const garbage of [null, {}, { tokens: "all", waiterLeaseMs: 5 }, { tokens: [7], waiterLeaseMs: 5 }]) {
                 onGrant(garbage as unknown as Grant);
               }
               announced = true;
@@ -621,9 +651,12 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
       const { result, storeErrors, crashes } = await watchingFailures("garbled", async () => {
         const slots = wrapped(600, (real) => ({
           watch: async () => "listening" as never,
-          semaphoreRefreshWaiters: async (key, tokens, claimMs) => {
-            await real.semaphoreRefreshWaiters(key, tokens, claimMs);
-            return null as never;
+          semaphore: {
+            ...real.semaphore,
+            refreshWaiters: async (call) => {
+              await real.semaphore.refreshWaiters(call);
+              return null as never;
+            },
           },
         }));
         const holder = await slots.acquire("k");

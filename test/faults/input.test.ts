@@ -27,12 +27,14 @@ describe("13. bad input", () => {
     const slots = semaphore(own.redis, { limit: 2, prefix: "bad" });
     const locks = lock(own.redis, { prefix: "badlock" });
     const work = async () => "ran";
-    const garbled = (reply: unknown): Store =>
-      Object.assign(Object.create(redisStore(own.redis)) as Store, {
+    const garbled = (reply: unknown): Store => {
+      const real = redisStore(own.redis);
+      return Object.assign(Object.create(real) as Store, {
         kind: "garbled",
-        semaphoreAcquire: async () => reply,
-        lockAcquire: async () => reply,
+        semaphore: { ...real.semaphore, acquire: async () => reply as never },
+        lock: { ...real.lock, acquire: async () => reply as never },
       });
+    };
 
     const engine: Case[] = [
       ["limit 0", () => semaphore(own.redis, { limit: 0 }), /`limit` must be an integer of at least 1/],

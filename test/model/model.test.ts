@@ -27,7 +27,7 @@ interface Caller {
   weight: number;
   limit: number;
   leaseMs: number;
-  claimMs: number;
+  waiterLeaseMs: number;
   maxQueue: number;
   queued: boolean;
   /** A tenant, with its cap and queue bound as this caller passes them (absent: no tenant). */
@@ -44,7 +44,7 @@ const callerArbitrary: fc.Arbitrary<Caller> = fc.constantFrom(1, 1, 1, 2, 3, 4).
     // and mostly queueing callers keep the waiting room busy, where the hard cases are.
     limit: fc.constantFrom(weight, weight, weight + 1, Math.max(weight, 3), 5),
     leaseMs: fc.constantFrom(300, 300, 1000, 5000),
-    claimMs: fc.constantFrom(500, 2000),
+    waiterLeaseMs: fc.constantFrom(500, 2000),
     maxQueue: fc.constantFrom(0, 0, 0, 1, 2, 3),
     queued: fc.constantFrom(true, true, false),
     tenant: fc.option(
@@ -69,7 +69,7 @@ const cappedCallerArbitrary: fc.Arbitrary<Caller> = fc.constantFrom(1, 1, 2).cha
     weight: fc.constant(weight),
     limit: fc.constantFrom(3, 4, 5),
     leaseMs: fc.constantFrom(300, 1000, 5000),
-    claimMs: fc.constantFrom(500, 2000),
+    waiterLeaseMs: fc.constantFrom(500, 2000),
     maxQueue: fc.constant(0),
     queued: fc.constantFrom(true, true, true, false),
     tenant: fc.record({
@@ -136,7 +136,7 @@ class World {
     await this.time.start(redis);
     for (const key of [this.semKey, this.lockKey]) {
       this.memoryHeard.set(key, []);
-      await this.memory.watch(key, (grant) => this.memoryHeard.get(key)?.push(announced(grant)));
+      await this.memory.watch({ key, onGrant: (grant) => this.memoryHeard.get(key)?.push(announced(grant)) });
       heard.set(`${key}:ch`, []);
       await subscriber.subscribe(`${key}:ch`);
     }
@@ -207,14 +207,14 @@ class World {
     const stores = this.withRedis ? [this.memory, this.redis] : [this.memory];
     const [, semState, lockState, figures, expiries, marker] = await Promise.all([
       subscriber.ping(),
-      Promise.all(stores.map(async (store) => sorted(await store.semaphoreInspect(this.semKey)))),
-      Promise.all(stores.map((store) => store.lockInspect(this.lockKey))),
+      Promise.all(stores.map(async (store) => sorted(await store.semaphore.inspect({ key: this.semKey })))),
+      Promise.all(stores.map((store) => store.lock.inspect({ key: this.lockKey }))),
       Promise.all(
         stores.map(async (store) => ({
-          stats: await store.semaphoreStats(this.semKey),
-          tenants: await Promise.all(TENANTS.map((tenant) => store.semaphoreStats(this.semKey, tenant))),
-          count: await store.semaphoreCount(this.semKey),
-          lock: await store.lockStats(this.lockKey),
+          stats: await store.semaphore.stats({ key: this.semKey }),
+          tenants: await Promise.all(TENANTS.map((tenant) => store.semaphore.stats({ key: this.semKey, tenant }))),
+          count: await store.semaphore.count({ key: this.semKey }),
+          lock: await store.lock.stats({ key: this.lockKey }),
         })),
       ),
       keysUnder(redis, `{${this.prefix}:*`).then(async (keys) => {
@@ -304,7 +304,7 @@ class World {
 const announced = (grant: Grant): Announced => ({
   tokens: [...grant.tokens],
   fences: [...grant.fences],
-  reservedMs: grant.reservedMs,
+  waiterLeaseMs: grant.waiterLeaseMs,
 });
 
 function drain(map: Map<string, Announced[]>, key: string): Announced[] {
@@ -321,7 +321,7 @@ const tenantCall = (caller: Caller): TenantCall | undefined =>
   caller.tenant === undefined ? undefined : { limit: caller.tenant.limit, maxQueue: caller.tenant.maxQueue };
 
 const queueing = (caller: Caller): Queueing | undefined =>
-  caller.queued ? { claimMs: caller.claimMs, maxQueue: caller.maxQueue } : undefined;
+  caller.queued ? { waiterLeaseMs: caller.waiterLeaseMs, maxQueue: caller.maxQueue } : undefined;
 
 type Command = fc.AsyncCommand<object, World>;
 
@@ -342,9 +342,18 @@ const semaphoreCommands = [
       const token = w.semToken(i);
       const queue = queueing(c);
       await w.step<AcquireAnswer>(
-        `semaphore acquire ${token} (w${c.weight} limit ${c.limit} lease ${c.leaseMs}${queue ? ` queue ${queue.claimMs}/${queue.maxQueue}` : ""})`,
+        `semaphore acquire ${token} (w${c.weight} limit ${c.limit} lease ${c.leaseMs}${queue ? ` queue ${queue.waiterLeaseMs}/${queue.maxQueue}` : ""})`,
         (now) => w.sem.acquire(now, token, c.limit, c.weight, c.leaseMs, queue, undefined, tenantCall(c)),
-        (s) => s.semaphoreAcquire(w.semKey, token, c.limit, c.weight, c.leaseMs, queue, tenantCall(c)),
+        (s) =>
+          s.semaphore.acquire({
+            key: w.semKey,
+            token,
+            limit: c.limit,
+            weight: c.weight,
+            leaseMs: c.leaseMs,
+            queue,
+            tenant: tenantCall(c),
+          }),
       );
     }),
   ),
@@ -355,7 +364,7 @@ const semaphoreCommands = [
       await w.step(
         `semaphore release ${token} held ${heldMs}`,
         (now) => w.sem.release(now, token, heldMs),
-        (s) => s.semaphoreRelease(w.semKey, token, weight, heldMs),
+        (s) => s.semaphore.release({ key: w.semKey, token, weight, heldMs }),
       );
       w.retire("sem", i);
     }),
@@ -366,7 +375,7 @@ const semaphoreCommands = [
       await w.step(
         `semaphore extend ${token} ${ms}`,
         (now) => w.sem.extend(now, token, ms),
-        (s) => s.semaphoreExtend(w.semKey, token, ms, w.caller(i).weight),
+        (s) => s.semaphore.extend({ key: w.semKey, token, leaseMs: ms, weight: w.caller(i).weight }),
       );
     }),
   ),
@@ -376,19 +385,19 @@ const semaphoreCommands = [
       await w.step(
         `semaphore leave ${token}`,
         (now) => w.sem.leave(now, token),
-        (s) => s.semaphoreLeave(w.semKey, token),
+        (s) => s.semaphore.leave({ key: w.semKey, token }),
       );
       w.retire("sem", i);
     }),
   ),
-  fc.tuple(fc.integer({ min: 1, max: 63 }), fc.constantFrom(500, 2000)).map(([mask, claimMs]) =>
-    command(`semaphore refresh ${mask} ${claimMs}`, async (w) => {
+  fc.tuple(fc.integer({ min: 1, max: 63 }), fc.constantFrom(500, 2000)).map(([mask, waiterLeaseMs]) =>
+    command(`semaphore refresh ${mask} ${waiterLeaseMs}`, async (w) => {
       const tokens = w.callers.map((_, i) => w.semToken(i)).filter((_, i) => (mask >> i) & 1);
       if (tokens.length === 0) return;
       await w.step(
-        `semaphore refresh ${tokens.join(",")} ${claimMs}`,
-        (now) => w.sem.refresh(now, tokens, claimMs),
-        (s) => s.semaphoreRefreshWaiters(w.semKey, tokens, claimMs),
+        `semaphore refresh ${tokens.join(",")} ${waiterLeaseMs}`,
+        (now) => w.sem.refresh(now, tokens, waiterLeaseMs),
+        (s) => s.semaphore.refreshWaiters({ key: w.semKey, tokens, waiterLeaseMs }),
       );
     }),
   ),
@@ -409,7 +418,14 @@ const burstCommands = [
         (s) =>
           Promise.all(
             calls.map(({ c, token }) =>
-              s.semaphoreAcquire(w.semKey, token, c.limit, c.weight, c.leaseMs, undefined, tenantCall(c)),
+              s.semaphore.acquire({
+                key: w.semKey,
+                token,
+                limit: c.limit,
+                weight: c.weight,
+                leaseMs: c.leaseMs,
+                tenant: tenantCall(c),
+              }),
             ),
           ),
       );
@@ -425,7 +441,10 @@ const burstCommands = [
       await w.step(
         `semaphore release burst ${calls.map(({ token }) => token).join(", ")}`,
         (now) => calls.map(({ i, token }) => w.sem.release(now, token, burstHeld[i])),
-        (s) => Promise.all(calls.map(({ i, c, token }) => s.semaphoreRelease(w.semKey, token, c.weight, burstHeld[i]))),
+        (s) =>
+          Promise.all(
+            calls.map(({ i, c, token }) => s.semaphore.release({ key: w.semKey, token, weight: c.weight, heldMs: burstHeld[i] })),
+          ),
       );
       for (const { i } of calls) w.retire("sem", i);
     }),
@@ -436,7 +455,8 @@ const burstCommands = [
       await w.step(
         `semaphore extend burst ${calls.map(({ token }) => token).join(", ")} ${ms}`,
         (now) => calls.map(({ token }) => w.sem.extend(now, token, ms)),
-        (s) => Promise.all(calls.map(({ c, token }) => s.semaphoreExtend(w.semKey, token, ms, c.weight))),
+        (s) =>
+          Promise.all(calls.map(({ c, token }) => s.semaphore.extend({ key: w.semKey, token, leaseMs: ms, weight: c.weight }))),
       );
     }),
   ),
@@ -496,9 +516,9 @@ const lockCommands = [
       const token = w.lockToken(i);
       const queue = queueing(c);
       await w.step(
-        `lock acquire ${token} (ttl ${c.leaseMs}${queue ? ` queue ${queue.claimMs}/${queue.maxQueue}` : ""})`,
+        `lock acquire ${token} (ttl ${c.leaseMs}${queue ? ` queue ${queue.waiterLeaseMs}/${queue.maxQueue}` : ""})`,
         (now) => w.lock.acquire(now, token, c.leaseMs, queue),
-        (s) => s.lockAcquire(w.lockKey, token, c.leaseMs, queue),
+        (s) => s.lock.acquire({ key: w.lockKey, token, leaseMs: c.leaseMs, queue }),
       );
     }),
   ),
@@ -508,7 +528,7 @@ const lockCommands = [
       await w.step(
         `lock release ${token} held ${heldMs}`,
         (now) => w.lock.release(now, token, heldMs),
-        (s) => s.lockRelease(w.lockKey, token, heldMs),
+        (s) => s.lock.release({ key: w.lockKey, token, heldMs }),
       );
       w.retire("lock", i);
     }),
@@ -519,7 +539,7 @@ const lockCommands = [
       await w.step(
         `lock extend ${token} ${ms}`,
         (now) => w.lock.extend(now, token, ms),
-        (s) => s.lockExtend(w.lockKey, token, ms),
+        (s) => s.lock.extend({ key: w.lockKey, token, leaseMs: ms }),
       );
     }),
   ),
@@ -529,19 +549,19 @@ const lockCommands = [
       await w.step(
         `lock leave ${token}`,
         (now) => w.lock.leave(now, token),
-        (s) => s.lockLeave(w.lockKey, token),
+        (s) => s.lock.leave({ key: w.lockKey, token }),
       );
       w.retire("lock", i);
     }),
   ),
-  fc.tuple(fc.integer({ min: 1, max: 63 }), fc.constantFrom(500, 2000)).map(([mask, claimMs]) =>
-    command(`lock refresh ${mask} ${claimMs}`, async (w) => {
+  fc.tuple(fc.integer({ min: 1, max: 63 }), fc.constantFrom(500, 2000)).map(([mask, waiterLeaseMs]) =>
+    command(`lock refresh ${mask} ${waiterLeaseMs}`, async (w) => {
       const tokens = w.callers.map((_, i) => w.lockToken(i)).filter((_, i) => (mask >> i) & 1);
       if (tokens.length === 0) return;
       await w.step(
-        `lock refresh ${tokens.join(",")} ${claimMs}`,
-        (now) => w.lock.refresh(now, tokens, claimMs),
-        (s) => s.lockRefreshWaiters(w.lockKey, tokens, claimMs),
+        `lock refresh ${tokens.join(",")} ${waiterLeaseMs}`,
+        (now) => w.lock.refresh(now, tokens, waiterLeaseMs),
+        (s) => s.lock.refreshWaiters({ key: w.lockKey, tokens, waiterLeaseMs }),
       );
     }),
   ),

@@ -95,7 +95,7 @@ export interface AcquireAnswer {
 }
 
 export interface Queueing {
-  claimMs: number;
+  waiterLeaseMs: number;
   maxQueue: number;
 }
 
@@ -227,7 +227,7 @@ export class SemaphoreModel {
     const granted: string[] = [];
     const fences: number[] = [];
     let selfFence: number | undefined;
-    let reservedMs = Number.POSITIVE_INFINITY;
+    let waiterLeaseMs = Number.POSITIVE_INFINITY;
     let used = this.used();
     let i = 0;
     for (;;) {
@@ -258,11 +258,11 @@ export class SemaphoreModel {
         this.#admit(head.token, { ...holder, expiresAt: head.expiresAt }, cap, head.tenantLimit);
         granted.push(head.token);
         fences.push(fence);
-        reservedMs = Math.min(reservedMs, head.expiresAt - now);
+        waiterLeaseMs = Math.min(waiterLeaseMs, head.expiresAt - now);
       }
       i = 0;
     }
-    if (granted.length > 0) this.grants.push({ tokens: granted, fences, reservedMs });
+    if (granted.length > 0) this.grants.push({ tokens: granted, fences, waiterLeaseMs });
     return selfFence;
   }
 
@@ -306,7 +306,7 @@ export class SemaphoreModel {
     }
     const waiter = this.queue.find((w) => w.token === token);
     if (waiter !== undefined) {
-      if (waiter.localLeaseMs === undefined) waiter.expiresAt = now + (queue?.claimMs ?? 0);
+      if (waiter.localLeaseMs === undefined) waiter.expiresAt = now + (queue?.waiterLeaseMs ?? 0);
       return { acquired: false, queued: true, retryAfterMs: this.nearest(now) };
     }
     const tenant = tenantOf(token);
@@ -327,7 +327,7 @@ export class SemaphoreModel {
     }
     // Join (for a caller failing fast, only to see whether its turn is now), then grant in turn.
     const last = this.#waitersOf(tenant).at(-1);
-    const expiresAt = queue !== undefined ? now + queue.claimMs : local !== undefined ? local.until : now + 1;
+    const expiresAt = queue !== undefined ? now + queue.waiterLeaseMs : local !== undefined ? local.until : now + 1;
     this.queue.push({
       token,
       tenant,
@@ -374,11 +374,11 @@ export class SemaphoreModel {
     if (this.queue.length > 0) this.grant(now);
   }
 
-  refresh(now: number, tokens: readonly string[], claimMs: number): RefreshAnswer {
+  refresh(now: number, tokens: readonly string[], waiterLeaseMs: number): RefreshAnswer {
     // A waiter whose lease lapsed is gone, even if its process is back.
     this.prune(now);
     for (const waiter of this.queue) {
-      if (tokens.includes(waiter.token) && waiter.localLeaseMs === undefined) waiter.expiresAt = now + claimMs;
+      if (tokens.includes(waiter.token) && waiter.localLeaseMs === undefined) waiter.expiresAt = now + waiterLeaseMs;
     }
     if (this.queue.length > 0) this.grant(now);
     const statuses = tokens.map((token) =>
@@ -477,7 +477,7 @@ export class LockModel {
       return;
     }
     this.holder = { token: head.token, expiresAt: head.expiresAt, fence };
-    this.grants.push({ tokens: [head.token], fences: [fence], reservedMs: head.expiresAt - now });
+    this.grants.push({ tokens: [head.token], fences: [fence], waiterLeaseMs: head.expiresAt - now });
   }
 
   #fence(now: number): number {
@@ -514,7 +514,7 @@ export class LockModel {
     }
     const waiter = this.queue.find((w) => w.token === token);
     if (waiter !== undefined) {
-      if (waiter.localLeaseMs === undefined) waiter.expiresAt = now + (queue?.claimMs ?? 0);
+      if (waiter.localLeaseMs === undefined) waiter.expiresAt = now + (queue?.waiterLeaseMs ?? 0);
       return { acquired: false, queued: true, retryAfterMs: this.#retryAfter(now) };
     }
     if (this.holder === undefined && this.queue.length === 0) {
@@ -533,7 +533,7 @@ export class LockModel {
     if (queue.maxQueue > 0 && this.queue.length >= queue.maxQueue) {
       return { acquired: false, queueFull: true, retryAfterMs: this.#retryAfter(now) };
     }
-    this.queue.push({ ...this.#lockWaiter(token), expiresAt: now + queue.claimMs });
+    this.queue.push({ ...this.#lockWaiter(token), expiresAt: now + queue.waiterLeaseMs });
     return { acquired: false, queued: true, retryAfterMs: this.#retryAfter(now) };
   }
 
@@ -560,10 +560,10 @@ export class LockModel {
     this.#grant(now);
   }
 
-  refresh(now: number, tokens: readonly string[], claimMs: number): RefreshAnswer {
+  refresh(now: number, tokens: readonly string[], waiterLeaseMs: number): RefreshAnswer {
     this.#settle(now);
     for (const waiter of this.queue) {
-      if (tokens.includes(waiter.token) && waiter.localLeaseMs === undefined) waiter.expiresAt = now + claimMs;
+      if (tokens.includes(waiter.token) && waiter.localLeaseMs === undefined) waiter.expiresAt = now + waiterLeaseMs;
     }
     this.#grant(now);
     return {
@@ -605,7 +605,7 @@ export class LockModel {
 export interface Announced {
   tokens: string[];
   fences: number[];
-  reservedMs: number;
+  waiterLeaseMs: number;
 }
 
 export interface Inspection {

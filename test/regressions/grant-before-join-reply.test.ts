@@ -25,27 +25,32 @@ describe("a grant heard before the join's reply (Redis)", () => {
     // The real store, with the reply of globex's join held back until its grant has been heard.
     const store = new Proxy(inner, {
       get(target, property) {
-        if (property === "semaphoreAcquire") {
-          return async (...args: Parameters<Store["semaphoreAcquire"]>) => {
-            const reply = await target.semaphoreAcquire(...args);
-            if (args[1].endsWith("@globex") && reply.queued === true) {
-              joined();
-              await held;
-            }
-            return reply;
-          };
-        }
-        if (property === "semaphoreRefreshWaiters") {
-          return (...args: Parameters<Store["semaphoreRefreshWaiters"]>) => {
-            refreshes++;
-            return target.semaphoreRefreshWaiters(...args);
-          };
+        if (property === "semaphore") {
+          const real = target.semaphore;
+          return {
+            ...real,
+            acquire: async (call: Parameters<Store["semaphore"]["acquire"]>[0]) => {
+              const reply = await real.acquire(call);
+              if (call.token.endsWith("@globex") && reply.queued === true) {
+                joined();
+                await held;
+              }
+              return reply;
+            },
+            refreshWaiters: (call: Parameters<Store["semaphore"]["refreshWaiters"]>[0]) => {
+              refreshes++;
+              return real.refreshWaiters(call);
+            },
+          } satisfies Store["semaphore"];
         }
         if (property === "watch") {
-          return (key: string, onGrant: (grant: Grant) => void) =>
-            target.watch(key, (grant) => {
-              onGrant(grant);
-              heard.push(...grant.tokens);
+          return ({ key, onGrant }: { key: string; onGrant: (grant: Grant) => void }) =>
+            target.watch({
+              key,
+              onGrant: (grant) => {
+                onGrant(grant);
+                heard.push(...grant.tokens);
+              },
             });
         }
         const value = Reflect.get(target, property, target);

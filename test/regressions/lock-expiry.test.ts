@@ -40,12 +40,12 @@ describe("a lock at the millisecond its lease ends", () => {
     const key = `{${prefix}:l}`;
     const memory = createMemoryStore({}, time.memoryClock);
     const store = createRedisStore(redis, {}, scriptsOnTestClock);
-    expect((await memory.lockAcquire(key, "A", 300)).acquired).toBe(true);
-    expect((await store.lockAcquire(key, "A", 300)).acquired).toBe(true);
+    expect((await memory.lock.acquire({ key, token: "A", leaseMs: 300 })).acquired).toBe(true);
+    expect((await store.lock.acquire({ key, token: "A", leaseMs: 300 })).acquired).toBe(true);
     // The clock reaches A's lease end exactly; keys expire as real Redis expires them (now > at).
     await time.advance(300, redis, `{${prefix}:*`);
-    expect(await memory.lockExtend(key, "A", 300)).toBe(false);
-    expect(await store.lockExtend(key, "A", 300), "redis extends a lease that has ended").toBe(false);
+    expect(await memory.lock.extend({ key, token: "A", leaseMs: 300 })).toBe(false);
+    expect(await store.lock.extend({ key, token: "A", leaseMs: 300 }), "redis extends a lease that has ended").toBe(false);
   });
 
   it("redis answers stats 'free' and acquire 'held' in the same millisecond", async () => {
@@ -56,13 +56,16 @@ describe("a lock at the millisecond its lease ends", () => {
     const key = `{${prefix}:l}`;
     const store = createRedisStore(redis, {}, scriptsOnTestClock);
     const memory = createMemoryStore({}, time.memoryClock);
-    expect((await store.lockAcquire(key, "A", 300)).acquired).toBe(true);
-    expect((await memory.lockAcquire(key, "A", 300)).acquired).toBe(true);
+    expect((await store.lock.acquire({ key, token: "A", leaseMs: 300 })).acquired).toBe(true);
+    expect((await memory.lock.acquire({ key, token: "A", leaseMs: 300 })).acquired).toBe(true);
     await time.advance(300, redis, `{${prefix}:*`);
-    expect(await store.lockStats(key)).toEqual({ held: false, expiresInMs: 0 });
-    expect(await memory.lockStats(key)).toEqual({ held: false, expiresInMs: 0 });
+    expect(await store.lock.stats({ key })).toEqual({ held: false, expiresInMs: 0 });
+    expect(await memory.lock.stats({ key })).toEqual({ held: false, expiresInMs: 0 });
     // The memory store (and the model) admit B now; redis refuses it, while its own stats said free.
-    expect((await memory.lockAcquire(key, "B", 300)).acquired).toBe(true);
-    expect((await store.lockAcquire(key, "B", 300)).acquired, "redis: B acquires a lock its stats call free").toBe(true);
+    expect((await memory.lock.acquire({ key, token: "B", leaseMs: 300 })).acquired).toBe(true);
+    expect(
+      (await store.lock.acquire({ key, token: "B", leaseMs: 300 })).acquired,
+      "redis: B acquires a lock its stats call free",
+    ).toBe(true);
   });
 });

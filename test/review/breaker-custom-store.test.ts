@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { memoryStore, type Store, semaphore } from "../../src/index.js";
-import { eventually } from "../support/stores.js";
+import { eventually, mapCalls } from "../support/stores.js";
 
 /**
  * A custom store over the embedded one, as a user may write (a store over their own service):
@@ -11,21 +11,17 @@ function remoteLike(timeoutMs: unknown, latencyMs = 10) {
   const inner = memoryStore();
   const failing = { on: false };
   const calls = { inFlight: 0 };
-  const store: Record<string, unknown> = { kind: "remote", timeoutMs };
-  for (const method of Object.getOwnPropertyNames(Object.getPrototypeOf(inner))) {
-    const real = (inner as unknown as Record<string, unknown>)[method];
-    if (method === "constructor" || typeof real !== "function") continue;
-    store[method] = async (...args: unknown[]) => {
-      calls.inFlight++;
-      try {
-        await new Promise((resolve) => setTimeout(resolve, latencyMs));
-        if (failing.on) throw new Error("connect ECONNREFUSED 10.0.0.7:7000");
-        return (real as (...a: unknown[]) => unknown).apply(inner, args);
-      } finally {
-        calls.inFlight--;
-      }
-    };
-  }
+  const remote = mapCalls(inner, (_, real) => async (call: never) => {
+    calls.inFlight++;
+    try {
+      await new Promise((resolve) => setTimeout(resolve, latencyMs));
+      if (failing.on) throw new Error("connect ECONNREFUSED 10.0.0.7:7000");
+      return real(call);
+    } finally {
+      calls.inFlight--;
+    }
+  });
+  const store = { ...remote, kind: "remote", timeoutMs };
   return { store: store as unknown as Store, failing, calls };
 }
 

@@ -1,22 +1,18 @@
 import { describe, expect, it } from "vitest";
-import { lock, memoryStore, type Store, StoreUnavailableError, semaphore } from "../../src/index.js";
+import { lock, memoryStore, StoreUnavailableError, semaphore } from "../../src/index.js";
+import { mapCalls } from "../support/stores.js";
 
 /**
  * A custom store that is not async: its methods named in `throwing` throw at once (as a
  * synchronous client does when its connection is gone) instead of returning a rejected promise.
  */
 function syncStore() {
-  const inner = memoryStore() as unknown as Record<string, (...args: unknown[]) => unknown>;
   const throwing = new Set<string>();
-  const store: Record<string, unknown> = { kind: "sync" };
-  for (const method of Object.getOwnPropertyNames(Object.getPrototypeOf(inner))) {
-    if (method === "constructor" || typeof inner[method] !== "function") continue;
-    store[method] = (...args: unknown[]) => {
-      if (throwing.has(method)) throw new Error("connect ECONNREFUSED 10.0.0.7:7000");
-      return (inner[method] as (...a: unknown[]) => unknown).apply(inner, args);
-    };
-  }
-  return { store: store as unknown as Store, throwing };
+  const store = mapCalls(memoryStore(), (name, real) => (call: never) => {
+    if (throwing.has(name)) throw new Error("connect ECONNREFUSED 10.0.0.7:7000");
+    return real(call);
+  });
+  return { store: { ...store, kind: "sync" }, throwing };
 }
 
 // send() exists so that "a custom store need not be async" (src/store-call.ts); count, stats,
@@ -26,7 +22,7 @@ describe("a custom store that throws instead of rejecting", () => {
   it("fails a lock's stats with StoreUnavailableError, and the breaker hears of it", async () => {
     const { store, throwing } = syncStore();
     const locks = lock({ client: store, prefix: "l" });
-    throwing.add("lockStats");
+    throwing.add("lock.stats");
     await expect(locks.stats("k")).rejects.toBeInstanceOf(StoreUnavailableError);
     expect((await locks.health()).state).toBe("down");
   });
@@ -34,10 +30,10 @@ describe("a custom store that throws instead of rejecting", () => {
   it("fails count and semaphore stats with StoreUnavailableError", async () => {
     const { store, throwing } = syncStore();
     const slots = semaphore({ client: store, limit: 2, prefix: "p" });
-    throwing.add("semaphoreCount");
+    throwing.add("semaphore.count");
     await expect(slots.count("k")).rejects.toBeInstanceOf(StoreUnavailableError);
     const other = syncStore();
-    other.throwing.add("semaphoreStats");
+    other.throwing.add("semaphore.stats");
     await expect(semaphore({ client: other.store, limit: 2 }).stats("k")).rejects.toBeInstanceOf(StoreUnavailableError);
   });
 
@@ -46,8 +42,8 @@ describe("a custom store that throws instead of rejecting", () => {
     const slots = semaphore({ client: store, limit: 2, prefix: "p" });
     const lease = await slots.acquire("k");
     expect(lease).not.toBeNull();
-    throwing.add("semaphoreExtend");
-    throwing.add("semaphoreRelease");
+    throwing.add("semaphore.extend");
+    throwing.add("semaphore.release");
     await expect(lease?.extend()).rejects.toBeInstanceOf(StoreUnavailableError);
     await expect(lease?.release()).rejects.toBeInstanceOf(StoreUnavailableError);
     throwing.clear();

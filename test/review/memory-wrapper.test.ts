@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { lock, memoryStore, type Store, semaphore } from "../../src/index.js";
+import { lock, memoryStore, type SemaphoreAcquireCall, type Store, semaphore } from "../../src/index.js";
 
 // Found by review: a store wrapped with Object.create, the pattern the Redis store supports on purpose,
 // failed on the embedded store. isMemoryStore() was `instanceof`, true for the wrapper, so the engine
@@ -12,9 +12,12 @@ describe("the embedded store wrapped with Object.create", () => {
     let acquires = 0;
     const wrapper: Store = Object.assign(Object.create(inner), {
       kind: "counted",
-      semaphoreAcquire: (...args: Parameters<Store["semaphoreAcquire"]>) => {
-        acquires++;
-        return inner.semaphoreAcquire(...args);
+      semaphore: {
+        ...inner.semaphore,
+        acquire: (call: SemaphoreAcquireCall) => {
+          acquires++;
+          return inner.semaphore.acquire(call);
+        },
       },
     });
     const slots = semaphore({ client: wrapper, limit: 1 });

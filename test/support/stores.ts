@@ -51,14 +51,18 @@ export const storesUnderTest: StoreUnderTest[] = [
   ),
 ];
 
-type Method = Exclude<keyof Store, "kind" | "waiterLeaseMs" | "close">;
+/** A store call, as spyStore counts and faults it: the group and the call (`semaphoreAcquire`: `semaphore.acquire`). */
+type Method =
+  | `semaphore${"Acquire" | "Extend" | "Release" | "Count" | "Stats" | "Inspect" | "Leave" | "RefreshWaiters"}`
+  | `lock${"Acquire" | "Extend" | "Release" | "Stats" | "Inspect" | "Leave" | "RefreshWaiters"}`
+  | "watch";
 
 /** What a spy store does instead of the real call, for one call number of one method. */
 export type Fault = "throw" | "hang" | undefined;
 
 /**
  * Wraps a real store: counts calls per method and can fail chosen calls
- * (`faults.extend = (n) => n === 1 ? "throw" : undefined`). Not a mock: every
+ * (`faults.semaphoreExtend = (n) => n === 1 ? "throw" : undefined`). Not a mock: every
  * call that is not faulted reaches the real store.
  */
 export function spyStore(inner: Store, faults: Partial<Record<Method, (n: number) => Fault>> = {}, timeoutMs = 500) {
@@ -81,39 +85,67 @@ export function spyStore(inner: Store, faults: Partial<Record<Method, (n: number
     watch: 0,
   };
   const wrap =
-    <M extends Method>(method: M) =>
-    async (...args: Parameters<Extract<Store[M], (...a: never[]) => unknown>>): Promise<unknown> => {
+    <C, R>(method: Method, real: (call: C) => Promise<R>) =>
+    async (call: C): Promise<R> => {
       calls[method] += 1;
       const fault = faults[method]?.(calls[method]);
       // A round trip that failed on the way: a reset connection, as the clients report one.
       if (fault === "throw")
         throw Object.assign(new Error(`injected failure of ${method} #${calls[method]}`), { code: "ECONNRESET" });
-      if (fault === "hang") return new Promise(() => {});
-      return (inner[method] as (...a: unknown[]) => Promise<unknown>)(...args);
+      if (fault === "hang") return new Promise<R>(() => {});
+      return real(call);
     };
-  const store = {
+  const { semaphore, lock } = inner;
+  const store: Store = {
     kind: `spy(${inner.kind})`,
     timeoutMs,
-    waiterLeaseMs: inner.waiterLeaseMs,
-    semaphoreAcquire: wrap("semaphoreAcquire"),
-    semaphoreExtend: wrap("semaphoreExtend"),
-    semaphoreRelease: wrap("semaphoreRelease"),
-    semaphoreCount: wrap("semaphoreCount"),
-    semaphoreLeave: wrap("semaphoreLeave"),
-    semaphoreStats: wrap("semaphoreStats"),
-    lockStats: wrap("lockStats"),
-    semaphoreInspect: wrap("semaphoreInspect"),
-    lockInspect: wrap("lockInspect"),
-    semaphoreRefreshWaiters: wrap("semaphoreRefreshWaiters"),
-    lockAcquire: wrap("lockAcquire"),
-    lockExtend: wrap("lockExtend"),
-    lockRelease: wrap("lockRelease"),
-    lockLeave: wrap("lockLeave"),
-    lockRefreshWaiters: wrap("lockRefreshWaiters"),
-    watch: wrap("watch"),
+    ...(inner.waiterLeaseMs === undefined ? {} : { waiterLeaseMs: inner.waiterLeaseMs }),
+    semaphore: {
+      acquire: wrap("semaphoreAcquire", semaphore.acquire),
+      extend: wrap("semaphoreExtend", semaphore.extend),
+      release: wrap("semaphoreRelease", semaphore.release),
+      count: wrap("semaphoreCount", semaphore.count),
+      stats: wrap("semaphoreStats", semaphore.stats),
+      inspect: wrap("semaphoreInspect", semaphore.inspect),
+      leave: wrap("semaphoreLeave", semaphore.leave),
+      refreshWaiters: wrap("semaphoreRefreshWaiters", semaphore.refreshWaiters),
+    },
+    lock: {
+      acquire: wrap("lockAcquire", lock.acquire),
+      extend: wrap("lockExtend", lock.extend),
+      release: wrap("lockRelease", lock.release),
+      stats: wrap("lockStats", lock.stats),
+      inspect: wrap("lockInspect", lock.inspect),
+      leave: wrap("lockLeave", lock.leave),
+      refreshWaiters: wrap("lockRefreshWaiters", lock.refreshWaiters),
+    },
+    watch: wrap("watch", (call: Parameters<Store["watch"]>[0]) => inner.watch(call)),
     close: () => inner.close?.() ?? Promise.resolve(),
   };
-  return { store: store as Store, calls };
+  return { store, calls };
+}
+
+/** One store call as {@link mapCalls} hands it over: any call object in, its answer out. */
+export type AnyCall = (call: never) => unknown;
+
+/**
+ * A store whose every call (`semaphore.acquire`, ..., `lock.refreshWaiters`, `watch`) is
+ * `around(name, real)`, each real call bound to `inner`: a custom store over a real one, as a user
+ * may write (latency, failures, counting). `kind` and the waiter lease are `inner`'s; it declares
+ * no `timeoutMs` (the engine's default bound), since its calls may take longer than `inner`'s.
+ */
+export function mapCalls(inner: Store, around: (name: string, real: AnyCall) => AnyCall): Store {
+  const group = <G extends object>(name: string, calls: G): G =>
+    Object.fromEntries(
+      Object.entries(calls).map(([method, call]) => [method, around(`${name}.${method}`, call as AnyCall)]),
+    ) as G;
+  return {
+    kind: inner.kind,
+    ...(inner.waiterLeaseMs === undefined ? {} : { waiterLeaseMs: inner.waiterLeaseMs }),
+    semaphore: group("semaphore", inner.semaphore),
+    lock: group("lock", inner.lock),
+    watch: around("watch", inner.watch.bind(inner) as AnyCall) as Store["watch"],
+  };
 }
 
 /** A promise and the functions that settle it, for gating a body from the test. */

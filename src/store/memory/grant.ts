@@ -19,7 +19,7 @@ export function grant(state: SemaphoreState, now: number, self?: string, selfLea
   let fences: number[] | undefined;
   let told: [LocalWaiter, number][] | undefined;
   let selfFence: number | undefined;
-  let reservedMs = Number.POSITIVE_INFINITY;
+  let waiterLeaseMs = Number.POSITIVE_INFINITY;
   const queue = state.queue;
   for (let turn = queue.turns.first(); turn !== undefined; turn = queue.turns.first()) {
     const [tenant, tag] = turn;
@@ -45,14 +45,14 @@ export function grant(state: SemaphoreState, now: number, self?: string, selfLea
       fences ??= [];
       granted.push(token);
       fences.push(fence);
-      reservedMs = Math.min(reservedMs, waiter.expiresAt - now);
+      waiterLeaseMs = Math.min(waiterLeaseMs, waiter.expiresAt - now);
     }
   }
   if (granted !== undefined) {
     state.env.announce(state.key, {
       tokens: granted,
       fences: fences as number[],
-      reservedMs: Math.max(1, Math.ceil(reservedMs)),
+      waiterLeaseMs: Math.max(1, Math.ceil(waiterLeaseMs)),
     });
   }
   if (told !== undefined) for (const [local, fence] of told) local.onGrant(now, fence);

@@ -1,7 +1,8 @@
+import type { Kind } from "../grouped.js";
 import type { AcquireReply, Store, TenantOptions } from "../types.js";
 import type { LocalJoin } from "./queue.js";
 
-export type Kind = "semaphore" | "lock";
+export type { Kind };
 
 /**
  * What the embedded store offers the engine beyond the {@link Store}
@@ -38,6 +39,6 @@ export interface LocalStore extends Store {
    */
   settleNow(kind: Kind, key: string): number;
   extendNow(kind: Kind, key: string, token: string, leaseMs: number): boolean;
-  /** `heldMs`: how long the lease was held, for the id's typical hold (see `Store.semaphoreRelease`). */
+  /** `heldMs`: how long the lease was held, for the id's typical hold (see `SemaphoreOperations.release`). */
   releaseNow(kind: Kind, key: string, token: string, heldMs?: number): boolean;
 }

@@ -29,7 +29,7 @@ export function lockState(ids: Map<string, IdState>, env: Env, key: string): Loc
 /**
  * Takes the lock, refreshes a re-sent acquire or a waiter's place, or joins
  * the queue (lua/lock-acquire.lua); `local`, a waiter of this process, joins
- * without a claim window (see queue.ts).
+ * without a waiter lease (see queue.ts).
  */
 export function lockAcquire(
   state: LockState,
@@ -51,7 +51,7 @@ export function lockAcquire(
     state.expiresAt = now + ttlMs;
     reply = { acquired: true, retryAfterMs: 0, fence: state.fence };
   } else if (waiter !== undefined) {
-    queueTouch(state.queue, waiter, now + (queue?.claimMs ?? 0));
+    queueTouch(state.queue, waiter, now + (queue?.waiterLeaseMs ?? 0));
     reply = { acquired: false, queued: true, retryAfterMs: lockNext(state, now) };
   } else if (state.token === undefined && state.queue.waiters.size === 0) {
     reply = { acquired: true, retryAfterMs: 0, fence: lockTake(state, token, now + ttlMs) };
@@ -61,7 +61,7 @@ export function lockAcquire(
     if (queue === undefined && local === undefined) reply = { acquired: false, retryAfterMs };
     else if (maxQueue > 0 && state.queue.waiters.size >= maxQueue) reply = { acquired: false, queueFull: true, retryAfterMs };
     else {
-      const ends = queue !== undefined ? now + queue.claimMs : 0;
+      const ends = queue !== undefined ? now + queue.waiterLeaseMs : 0;
       queueJoin(state.queue, token, queueWaiter("", 1, 1, Number.POSITIVE_INFINITY, ends, local));
       reply = { acquired: false, queued: true, retryAfterMs };
     }

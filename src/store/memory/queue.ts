@@ -62,8 +62,8 @@ export const newQueue = (): Queue => ({
 });
 
 /**
- * The waiter a call joins as: a remote caller's lease is its claim window
- * (`claimMs`), refreshed by its process; a local one's is its wait's end.
+ * The waiter a call joins as: a remote caller's lease is its waiter lease
+ * (`waiterLeaseMs`), refreshed by its process; a local one's is its wait's end.
  */
 export function queueWaiter(
   tenant: string,
@@ -111,18 +111,18 @@ export function queuePrune(queue: Queue, now: number): void {
   queue.earliest = pruneLapsed(queue.waiters, now, (token) => queueDrop(queue, token));
 }
 
-/** Moves a waiter's lease end (a shorter claim window can bring it forward: pruning must see that). */
+/** Moves a waiter's lease end (a shorter waiter lease can bring it forward: pruning must see that). */
 export function queueTouch(queue: Queue, waiter: Waiter, expiresAt: number): void {
   if (waiter.local !== undefined) return;
   waiter.expiresAt = expiresAt;
   if (expiresAt < queue.earliest) queue.earliest = expiresAt;
 }
 
-/** Keeps the waiter leases of these tokens (those still queued) for `claimMs` more. */
-export function queueRefresh(queue: Queue, tokens: readonly string[], claimMs: number, now: number): void {
+/** Keeps the waiter leases of these tokens (those still queued) for `waiterLeaseMs` more. */
+export function queueRefresh(queue: Queue, tokens: readonly string[], waiterLeaseMs: number, now: number): void {
   for (const token of tokens) {
     const waiter = queue.waiters.get(token);
-    if (waiter !== undefined) queueTouch(queue, waiter, now + claimMs);
+    if (waiter !== undefined) queueTouch(queue, waiter, now + waiterLeaseMs);
   }
 }
 

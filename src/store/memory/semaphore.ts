@@ -1,4 +1,4 @@
-import type { AcquireReply, Inspection, QueueOptions, SemaphoreFigures, TenantOptions } from "../types.js";
+import type { AcquireReply, Inspection, QueueOptions, SemaphoreCounts, TenantOptions } from "../types.js";
 import { tenantOf } from "../types.js";
 import { latestOf } from "./clock.js";
 import { fenceNext } from "./fence.js";
@@ -49,7 +49,7 @@ export function semaphoreState(ids: Map<string, IdState>, env: Env, key: string)
  * then a newcomer is admitted at once exactly when it would be granted at once
  * had it joined the queue: it joins, the grants run in turn, and it holds a
  * full lease, or stays queued, or, failing fast, leaves. `local`, a waiter of
- * this process, joins without a claim window (see queue.ts).
+ * this process, joins without a waiter lease (see queue.ts).
  */
 export function semaphoreAcquire(
   state: SemaphoreState,
@@ -77,7 +77,7 @@ export function semaphoreAcquire(
   }
   const waiter = state.queue.waiters.get(token);
   if (waiter !== undefined) {
-    queueTouch(state.queue, waiter, now + (queue?.claimMs ?? 0));
+    queueTouch(state.queue, waiter, now + (queue?.waiterLeaseMs ?? 0));
     return settled(state, { acquired: false, queued: true, retryAfterMs: holdersNext(state, now) }, now);
   }
   const tenant = tenantOf(token);
@@ -100,7 +100,7 @@ export function semaphoreAcquire(
     }
   }
   // Join (failing fast, only to see whether its turn is now), then grant in turn.
-  const ends = queue !== undefined ? now + queue.claimMs : now + 1;
+  const ends = queue !== undefined ? now + queue.waiterLeaseMs : now + 1;
   queueJoin(state.queue, token, queueWaiter(tenant, weight, limit, tenantLimit, ends, local));
   state.idLimit = limit;
   const fence = grant(state, now, token, leaseMs);
@@ -129,7 +129,7 @@ export function semaphoreExtend(state: SemaphoreState, token: string, leaseMs: n
 }
 
 /** The id's live figures, or one tenant's (lua/semaphore-stats.lua). */
-export function semaphoreStats(state: SemaphoreState | undefined, now: number, tenant?: string): SemaphoreFigures {
+export function semaphoreStats(state: SemaphoreState | undefined, now: number, tenant?: string): SemaphoreCounts {
   let used = 0;
   let holders = 0;
   let waiting = 0;

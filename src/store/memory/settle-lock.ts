@@ -49,6 +49,6 @@ export function grant(state: LockState, now: number): void {
     state.env.announce(state.key, {
       tokens: [token],
       fences: [fence],
-      reservedMs: Math.max(1, Math.ceil(waiter.expiresAt - now)),
+      waiterLeaseMs: Math.max(1, Math.ceil(waiter.expiresAt - now)),
     });
 }

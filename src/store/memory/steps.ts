@@ -53,7 +53,7 @@ export function settleNow<State extends IdState>(primitive: Primitive<State>, st
 }
 
 /**
- * Keeps these waiters queued for `claimMs` more, after the grants that are
+ * Keeps these waiters queued for `waiterLeaseMs` more, after the grants that are
  * due, and says of each whether it holds (with its fence), waits, or is gone
  * (lua/*-refresh-waiters.lua). A waiter whose lease lapsed is gone, even if
  * its process is back: it rejoins at the back.
@@ -62,12 +62,12 @@ export function refreshWaiters<State extends IdState>(
   primitive: Primitive<State>,
   state: State,
   tokens: readonly string[],
-  claimMs: number,
+  waiterLeaseMs: number,
   now: number,
 ): WaiterRefresh {
   primitive.lapse(state, now);
   queuePrune(state.queue, now);
-  queueRefresh(state.queue, tokens, claimMs, now);
+  queueRefresh(state.queue, tokens, waiterLeaseMs, now);
   primitive.grant(state, now);
   const statuses: WaiterRefresh["statuses"] = [];
   const fences: number[] = [];

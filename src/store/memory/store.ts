@@ -1,17 +1,19 @@
 import { ShutdownError } from "../../errors.js";
+import type * as calls from "../calls.js";
+import { GroupedStore, type Kind } from "../grouped.js";
 import type {
   AcquireReply,
   Grant,
   Inspection,
   LockStats,
   QueueOptions,
-  SemaphoreFigures,
+  SemaphoreCounts,
   TenantOptions,
   WaiterRefresh,
 } from "../types.js";
 import type { MemoryClock } from "./clock.js";
 import type { SemaphoreState } from "./holders.js";
-import type { Kind, LocalStore } from "./local.js";
+import type { LocalStore } from "./local.js";
 import { lockAcquire, lockExtend, lockInspect, lockPrimitive, lockState, lockStats } from "./lock.js";
 import type { LocalJoin } from "./queue.js";
 import {
@@ -36,8 +38,10 @@ const GONE: WaiterRefresh["statuses"][number] = "gone";
  * `lua/*.lua`), so the two can be read side by side. The Store methods are
  * the synchronous cores wrapped in a promise.
  */
-export class EmbeddedStore implements LocalStore {
+export class EmbeddedStore extends GroupedStore implements LocalStore {
   readonly kind = "memory";
+  /** Answers in this process and never hangs: the engine sets no timer on its calls. */
+  readonly timeoutMs = 0;
   readonly #semaphores = new Map<string, IdState>();
   readonly #locks = new Map<string, IdState>();
   readonly #watchers = new Map<string, Set<(grant: Grant) => void>>();
@@ -48,6 +52,7 @@ export class EmbeddedStore implements LocalStore {
     readonly waiterLeaseMs: number,
     readonly clock: MemoryClock,
   ) {
+    super();
     this.#env = { clock, announce: (key, grant) => this.#announce(key, grant) };
     // A wrapper made with Object.create(store) calls the methods it does not override with itself as
     // `this`, which has none of the #private state: they are bound to the store once, here.
@@ -82,84 +87,58 @@ export class EmbeddedStore implements LocalStore {
     if (this.#closing !== undefined) throw new ShutdownError(this.kind);
   }
 
-  // ---- the Store contract: the cores below, in a promise ----
+  // ---- the Store contract: the cores below, in a promise, grouped by ../grouped.ts ----
 
-  async semaphoreAcquire(
-    key: string,
-    token: string,
-    limit: number,
-    weight: number,
-    leaseMs: number,
-    queue?: QueueOptions,
-    tenant?: TenantOptions,
-  ): Promise<AcquireReply> {
+  async acquire(kind: Kind, call: calls.SemaphoreAcquireCall | calls.LockAcquireCall): Promise<AcquireReply> {
+    // A lock's call has no limit, weight or tenant: #acquireNow reads them for a semaphore only.
+    const { key, token, limit, weight, leaseMs, queue, tenant } = call as calls.SemaphoreAcquireCall;
+    return this.#acquireNow(kind, key, token, limit, weight, leaseMs, queue, undefined, tenant);
+  }
+
+  async extend(kind: Kind, call: calls.SemaphoreExtendCall): Promise<boolean> {
+    return this.extendNow(kind, call.key, call.token, call.leaseMs);
+  }
+
+  async release(kind: Kind, call: calls.SemaphoreReleaseCall): Promise<boolean> {
+    return this.releaseNow(kind, call.key, call.token, call.heldMs);
+  }
+
+  async count(call: calls.KeyCall): Promise<number> {
+    return (await this.semaphoreCounts(call)).holders;
+  }
+
+  async semaphoreCounts(call: calls.SemaphoreStatsCall): Promise<SemaphoreCounts> {
     this.#refuse();
-    const state = semaphoreState(this.#semaphores, this.#env, key);
-    return semaphoreAcquire(state, token, limit, weight, leaseMs, queue, undefined, tenant, this.clock.now());
+    return semaphoreStats(this.#semaphores.get(call.key) as SemaphoreState | undefined, this.clock.now(), call.tenant);
   }
 
-  async semaphoreExtend(key: string, token: string, leaseMs: number): Promise<boolean> {
-    return this.extendNow("semaphore", key, token, leaseMs);
-  }
-
-  async semaphoreRelease(key: string, token: string, _weight?: number, heldMs?: number): Promise<boolean> {
-    return this.releaseNow("semaphore", key, token, heldMs);
-  }
-
-  async semaphoreCount(key: string): Promise<number> {
-    return (await this.semaphoreStats(key)).holders;
-  }
-
-  async semaphoreStats(key: string, tenant?: string): Promise<SemaphoreFigures> {
+  async lockStatus(call: calls.KeyCall): Promise<LockStats> {
     this.#refuse();
-    return semaphoreStats(this.#semaphores.get(key) as SemaphoreState | undefined, this.clock.now(), tenant);
+    return lockStats(this.#locks.get(call.key) as LockState | undefined, this.clock.now());
   }
 
-  async semaphoreInspect(key: string): Promise<Inspection> {
+  async inspect(kind: Kind, call: calls.KeyCall): Promise<Inspection> {
     this.#refuse();
-    return semaphoreInspect(this.#semaphores.get(key) as SemaphoreState | undefined, this.clock.now());
+    const state = this.#ids(kind).get(call.key);
+    const now = this.clock.now();
+    return kind === "semaphore"
+      ? semaphoreInspect(state as SemaphoreState | undefined, now)
+      : lockInspect(state as LockState | undefined, now);
   }
 
-  async semaphoreLeave(key: string, token: string): Promise<void> {
-    this.leaveNow("semaphore", key, token);
+  async leave(kind: Kind, call: calls.TokenCall): Promise<void> {
+    this.leaveNow(kind, call.key, call.token);
   }
 
-  async semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
-    return this.#refreshWaiters("semaphore", key, tokens, claimMs);
-  }
-
-  async lockAcquire(key: string, token: string, ttlMs: number, queue?: QueueOptions): Promise<AcquireReply> {
+  async refreshWaiters(kind: Kind, call: calls.RefreshWaitersCall): Promise<WaiterRefresh> {
     this.#refuse();
-    return lockAcquire(lockState(this.#locks, this.#env, key), token, ttlMs, queue, undefined, this.clock.now());
+    const { key, tokens, waiterLeaseMs } = call;
+    const state = this.#ids(kind).get(key);
+    if (state === undefined) return { statuses: tokens.map(() => GONE), fences: tokens.map(() => 0), retryAfterMs: 1 };
+    return refreshWaiters(primitiveOf(kind), state, tokens, waiterLeaseMs, this.clock.now());
   }
 
-  async lockExtend(key: string, token: string, ttlMs: number): Promise<boolean> {
-    return this.extendNow("lock", key, token, ttlMs);
-  }
-
-  async lockRelease(key: string, token: string, heldMs?: number): Promise<boolean> {
-    return this.releaseNow("lock", key, token, heldMs);
-  }
-
-  async lockStats(key: string): Promise<LockStats> {
-    this.#refuse();
-    return lockStats(this.#locks.get(key) as LockState | undefined, this.clock.now());
-  }
-
-  async lockInspect(key: string): Promise<Inspection> {
-    this.#refuse();
-    return lockInspect(this.#locks.get(key) as LockState | undefined, this.clock.now());
-  }
-
-  async lockLeave(key: string, token: string): Promise<void> {
-    this.leaveNow("lock", key, token);
-  }
-
-  async lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
-    return this.#refreshWaiters("lock", key, tokens, claimMs);
-  }
-
-  async watch(key: string, onGrant: (grant: Grant) => void): Promise<() => void> {
+  async watch({ key, onGrant }: calls.WatchCall): Promise<() => void> {
     this.#refuse();
     let listeners = this.#watchers.get(key);
     if (listeners === undefined) {
@@ -184,7 +163,7 @@ export class EmbeddedStore implements LocalStore {
     leaseMs: number,
     tenant?: TenantOptions,
   ): AcquireReply {
-    return this.#acquireNow(kind, key, token, limit, weight, leaseMs, undefined, tenant);
+    return this.#acquireNow(kind, key, token, limit, weight, leaseMs, undefined, undefined, tenant);
   }
 
   waitNow(
@@ -196,7 +175,7 @@ export class EmbeddedStore implements LocalStore {
     join: LocalJoin,
     tenant?: TenantOptions,
   ): AcquireReply {
-    return this.#acquireNow(kind, key, token, limit, weight, join.leaseMs, join, tenant);
+    return this.#acquireNow(kind, key, token, limit, weight, join.leaseMs, undefined, join, tenant);
   }
 
   settleNow(kind: Kind, key: string): number {
@@ -237,25 +216,19 @@ export class EmbeddedStore implements LocalStore {
     limit: number,
     weight: number,
     leaseMs: number,
+    queue: QueueOptions | undefined,
     join: LocalJoin | undefined,
     tenant: TenantOptions | undefined,
   ): AcquireReply {
     this.#refuse();
     const now = this.clock.now();
-    if (kind === "lock") return lockAcquire(lockState(this.#locks, this.#env, key), token, leaseMs, undefined, join, now);
+    if (kind === "lock") return lockAcquire(lockState(this.#locks, this.#env, key), token, leaseMs, queue, join, now);
     const state = semaphoreState(this.#semaphores, this.#env, key);
-    return semaphoreAcquire(state, token, limit, weight, leaseMs, undefined, join, tenant, now);
+    return semaphoreAcquire(state, token, limit, weight, leaseMs, queue, join, tenant, now);
   }
 
   #ids(kind: Kind): Map<string, IdState> {
     return kind === "semaphore" ? this.#semaphores : this.#locks;
-  }
-
-  #refreshWaiters(kind: Kind, key: string, tokens: readonly string[], claimMs: number): WaiterRefresh {
-    this.#refuse();
-    const state = this.#ids(kind).get(key);
-    if (state === undefined) return { statuses: tokens.map(() => GONE), fences: tokens.map(() => 0), retryAfterMs: 1 };
-    return refreshWaiters(primitiveOf(kind), state, tokens, claimMs, this.clock.now());
   }
 
   #announce(key: string, grant: Grant): void {

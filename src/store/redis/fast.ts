@@ -1,8 +1,10 @@
 // The fast paths of a semaphore (lua/semaphore-take.lua, semaphore-return.lua, semaphore-extend.lua):
 // almost every request makes these calls. One declared key (two when tenants hold), and the calls
 // of one turn on one id gathered into one script call (../coalesce.ts).
+
+import type { SemaphoreAcquireCall, SemaphoreExtendCall, SemaphoreReleaseCall } from "../calls.js";
 import { Coalescer } from "../coalesce.js";
-import { flagsPerItem, type TakeAnswer, takeAnswers } from "./replies.js";
+import { flagsPerItem, heldArgument, type TakeAnswer, takeAnswers } from "./replies.js";
 import type { Script, Scripts } from "./scripts.js";
 
 /** In-flight calls of one kind on one id from which further calls are gathered into one. */
@@ -22,27 +24,6 @@ const withTenant = (items: readonly { token: string }[]): boolean => {
   for (const item of items) if (item.token.includes("@")) return true;
   return false;
 };
-
-export interface Take {
-  token: string;
-  limit: number;
-  weight: number;
-  leaseMs: number;
-  /** The tenant's cap, 0 for none. */
-  tenantLimit: number;
-}
-
-interface Return {
-  token: string;
-  weight: number;
-  heldMs: number;
-}
-
-interface Renewal {
-  token: string;
-  leaseMs: number;
-  weight: number;
-}
 
 type Run = (script: Script, keys: string[], args: (string | number)[]) => Promise<unknown>;
 
@@ -64,16 +45,17 @@ export class FastPaths {
    * declare the tenants' index too, so that any of them can prune a tenant's lapsed permits.
    */
   readonly #tenanted = new Set<string>();
-  // One group per id: the calls of one turn go out in the order they were made.
-  readonly takes: Coalescer<Take, TakeAnswer>;
-  readonly returns: Coalescer<Return, number | undefined>;
-  readonly extends: Coalescer<Renewal, number | undefined>;
+  // One group per id: the calls of one turn go out in the order they were made. The items are the
+  // callers' own call objects, read when the script call is built: no second object per call.
+  readonly takes: Coalescer<SemaphoreAcquireCall, TakeAnswer>;
+  readonly returns: Coalescer<SemaphoreReleaseCall, number | undefined>;
+  readonly extends: Coalescer<SemaphoreExtendCall, number | undefined>;
 
   constructor(scripts: Scripts, run: Run) {
     this.takes = new Coalescer(COALESCE_FROM, (key, calls) => {
       const script = scripts.semaphoreTake;
       const args: (string | number)[] = [];
-      for (const call of calls) args.push(call.token, call.limit, call.weight, call.leaseMs, call.tenantLimit);
+      for (const call of calls) args.push(call.token, call.limit, call.weight, call.leaseMs, call.tenant?.limit ?? 0);
       return run(script, fastKeys(key, this.#tenanted.has(key) || withTenant(calls)), args).then((reply) => {
         if (Array.isArray(reply) && reply.length === 1 && reply[0] === -2) {
           // Tenants hold on this id: declare their index from now on, and ask again.
@@ -88,7 +70,8 @@ export class FastPaths {
     this.returns = new Coalescer(COALESCE_FROM, (key, leases) => {
       const script = scripts.semaphoreReturn;
       const args: (string | number)[] = [];
-      for (const lease of leases) args.push(lease.token, lease.weight, lease.heldMs);
+      // Weight 0: not known, the script counts the lease's permits itself.
+      for (const lease of leases) args.push(lease.token, lease.weight ?? 0, heldArgument(lease.heldMs));
       return run(script, fastKeys(key, this.#tenanted.has(key) || withTenant(leases)), args).then((reply) => {
         const replies = flagsPerItem(reply, leases.length, script);
         this.contention(key, replies[0] === undefined);
@@ -98,7 +81,7 @@ export class FastPaths {
     this.extends = new Coalescer(COALESCE_FROM, (key, renewals) => {
       const script = scripts.semaphoreExtend;
       const args: (string | number)[] = [];
-      for (const renewal of renewals) args.push(renewal.token, renewal.leaseMs, renewal.weight);
+      for (const renewal of renewals) args.push(renewal.token, renewal.leaseMs, renewal.weight ?? 0);
       return run(script, [key], args).then((reply) => flagsPerItem(reply, renewals.length, script));
     });
   }

@@ -1,16 +1,8 @@
 import { ShutdownError } from "../../errors.js";
+import type * as calls from "../calls.js";
 import { type RedisClient, type ScriptClient, scriptClient } from "../clients.js";
-import type {
-  AcquireReply,
-  Grant,
-  Inspection,
-  LockStats,
-  QueueOptions,
-  SemaphoreFigures,
-  Store,
-  TenantOptions,
-  WaiterRefresh,
-} from "../types.js";
+import { GroupedStore, type Kind } from "../grouped.js";
+import type { AcquireReply, Inspection, LockStats, SemaphoreCounts, Store, WaiterRefresh } from "../types.js";
 import { FastPaths } from "./fast.js";
 import { acquireReply, flag, heldArgument, inspection, refreshed, takeReply } from "./replies.js";
 import { runScript, type Script, type Scripts, unexpected } from "./scripts.js";
@@ -24,9 +16,10 @@ import { Announcements } from "./watch.js";
  */
 const semaphoreKeys = (key: string): string[] => [key, `${key}:m`, `${key}:q`, `${key}:qe`, `${key}:t`, `${key}:qt`];
 const lockKeys = (key: string): string[] => [key, `${key}:m`, `${key}:q`, `${key}:qe`];
+const keysOf = (kind: Kind, key: string): string[] => (kind === "semaphore" ? semaphoreKeys(key) : lockKeys(key));
 
 /** The Store over Redis: the fast paths in ./fast.ts, the full scripts here, grants in ./watch.ts. */
-export class RedisLeaseStore implements Store {
+export class RedisLeaseStore extends GroupedStore implements Store {
   readonly kind = "redis";
   // Plain fields, not #private: wrappers made with Object.create(store) must keep working, and
   // every call checks `closed`.
@@ -44,6 +37,7 @@ export class RedisLeaseStore implements Store {
     readonly waiterLeaseMs: number,
     table: Scripts,
   ) {
+    super();
     this.scripts = table;
     this.calls = scriptClient(client);
     this.fast = new FastPaths(table, (script, keys, args) => this.run(script, keys, args));
@@ -64,45 +58,35 @@ export class RedisLeaseStore implements Store {
     return this.closing;
   }
 
-  semaphoreAcquire(
-    key: string,
-    token: string,
-    limit: number,
-    weight: number,
-    leaseMs: number,
-    queue?: QueueOptions,
-    tenant?: TenantOptions,
-  ): Promise<AcquireReply> {
-    if (token.includes("@")) this.fast.tenanted(key);
-    if (queue === undefined && !this.fast.contended(key)) {
-      // Almost every request: one declared key, gathered with the others of the same turn on this id.
-      const take = { token, limit, weight, leaseMs, tenantLimit: tenant?.limit ?? 0 };
-      return this.fast.takes
-        .call(key, take)
-        .then((answer) =>
-          answer === undefined ? this.fullAcquire(key, token, limit, weight, leaseMs, queue, tenant) : takeReply(answer),
-        );
+  // ---- the Store contract's steps, grouped by ../grouped.ts ----
+
+  acquire(kind: Kind, call: calls.SemaphoreAcquireCall | calls.LockAcquireCall): Promise<AcquireReply> {
+    if (kind === "lock") {
+      const script = this.scripts.lockAcquire;
+      const args = [call.token, call.leaseMs, call.queue?.waiterLeaseMs ?? 0, call.queue?.maxQueue ?? 0];
+      return this.run(script, lockKeys(call.key), args).then((raw) => acquireReply(raw, script, 3));
     }
-    return this.fullAcquire(key, token, limit, weight, leaseMs, queue, tenant);
+    const take = call as calls.SemaphoreAcquireCall;
+    if (take.token.includes("@")) this.fast.tenanted(take.key);
+    if (take.queue === undefined && !this.fast.contended(take.key)) {
+      // Almost every request: one declared key, gathered with the others of the same turn on this id.
+      return this.fast.takes
+        .call(take.key, take)
+        .then((answer) => (answer === undefined ? this.#fullAcquire(take) : takeReply(answer)));
+    }
+    return this.#fullAcquire(take);
   }
 
   /** The full acquire: waiting, tenants' turns, waiters ahead. */
-  private fullAcquire(
-    key: string,
-    token: string,
-    limit: number,
-    weight: number,
-    leaseMs: number,
-    queue?: QueueOptions,
-    tenant?: TenantOptions,
-  ): Promise<AcquireReply> {
+  #fullAcquire(call: calls.SemaphoreAcquireCall): Promise<AcquireReply> {
+    const { key, token, limit, weight, leaseMs, queue, tenant } = call;
     const script = this.scripts.semaphoreAcquire;
     const args = [
       token,
       limit,
       weight,
       leaseMs,
-      queue?.claimMs ?? 0,
+      queue?.waiterLeaseMs ?? 0,
       queue?.maxQueue ?? 0,
       tenant?.limit ?? 0,
       tenant?.maxQueue ?? 0,
@@ -114,26 +98,26 @@ export class RedisLeaseStore implements Store {
     });
   }
 
-  async semaphoreExtend(key: string, token: string, leaseMs: number, weight?: number): Promise<boolean> {
-    // Weight 0: not known, the script counts the lease's permits itself.
-    const extended = await this.fast.extends.call(key, { token, leaseMs, weight: weight ?? 0 });
-    return extended === 1;
+  extend(kind: Kind, call: calls.SemaphoreExtendCall): Promise<boolean> {
+    if (kind === "semaphore") return this.fast.extends.call(call.key, call).then((extended) => extended === 1);
+    const script = this.scripts.lockExtend;
+    return this.run(script, [call.key], [call.token, call.leaseMs]).then((reply) => flag(reply, script));
   }
 
-  semaphoreRelease(key: string, token: string, weight?: number, heldMs?: number): Promise<boolean> {
-    const held = heldArgument(heldMs);
-    if (weight !== undefined && !this.fast.contended(key)) {
+  release(kind: Kind, call: calls.SemaphoreReleaseCall): Promise<boolean> {
+    if (kind === "lock") return this.#lockRelease(call);
+    if (call.weight !== undefined && !this.fast.contended(call.key)) {
       return this.fast.returns
-        .call(key, { token, weight, heldMs: held })
-        .then((returned) => (returned === undefined ? this.fullRelease(key, token, weight, held) : returned === 1));
+        .call(call.key, call)
+        .then((returned) => (returned === undefined ? this.#fullRelease(call) : returned === 1));
     }
-    return this.fullRelease(key, token, weight, held);
+    return this.#fullRelease(call);
   }
 
   /** The full release: grants the waiters it makes room for. */
-  private async fullRelease(key: string, token: string, weight: number | undefined, held: number): Promise<boolean> {
+  async #fullRelease({ key, token, weight, heldMs }: calls.SemaphoreReleaseCall): Promise<boolean> {
     const script = this.scripts.semaphoreRelease;
-    const reply = await this.run(script, semaphoreKeys(key), [token, weight ?? 0, held]);
+    const reply = await this.run(script, semaphoreKeys(key), [token, weight ?? 0, heldArgument(heldMs)]);
     if (Array.isArray(reply) && (reply.length === 2 || reply.length === 3) && (reply[1] === 0 || reply[1] === 1)) {
       this.fast.contention(key, reply[1] === 1);
       if (typeof reply[2] === "string") this.announcements.announced(key, reply[2]);
@@ -142,13 +126,24 @@ export class RedisLeaseStore implements Store {
     throw unexpected(reply, script);
   }
 
-  async semaphoreCount(key: string): Promise<number> {
+  async #lockRelease({ key, token, heldMs }: calls.LockReleaseCall): Promise<boolean> {
+    const script = this.scripts.lockRelease;
+    const reply = await this.run(script, lockKeys(key), [token, heldArgument(heldMs)]);
+    // With the announcement of the waiter it granted, if any.
+    if (Array.isArray(reply) && reply.length === 2 && typeof reply[1] === "string") {
+      this.announcements.announced(key, reply[1]);
+      return flag(reply[0], script);
+    }
+    return flag(reply, script);
+  }
+
+  async count({ key }: calls.KeyCall): Promise<number> {
     const reply = await this.run(this.scripts.semaphoreCount, [key], []);
     if (typeof reply === "number" && Number.isInteger(reply) && reply >= 0) return reply;
     throw unexpected(reply, this.scripts.semaphoreCount);
   }
 
-  async semaphoreStats(key: string, tenant?: string): Promise<SemaphoreFigures> {
+  async semaphoreCounts({ key, tenant }: calls.SemaphoreStatsCall): Promise<SemaphoreCounts> {
     const script = this.scripts.semaphoreStats;
     const reply = await this.run(script, semaphoreKeys(key), tenant === undefined ? [] : [tenant]);
     const length = tenant === undefined ? 4 : 3;
@@ -164,7 +159,7 @@ export class RedisLeaseStore implements Store {
     throw unexpected(reply, script);
   }
 
-  async lockStats(key: string): Promise<LockStats> {
+  async lockStatus({ key }: calls.KeyCall): Promise<LockStats> {
     const script = this.scripts.lockStats;
     const reply = await this.run(script, [key], []);
     if (Array.isArray(reply) && reply.length === 2 && (reply[0] === 0 || reply[0] === 1) && Number.isInteger(reply[1])) {
@@ -173,54 +168,18 @@ export class RedisLeaseStore implements Store {
     throw unexpected(reply, script);
   }
 
-  async semaphoreInspect(key: string): Promise<Inspection> {
-    const script = this.scripts.semaphoreInspect;
-    return inspection(await this.run(script, semaphoreKeys(key), []), script);
+  async inspect(kind: Kind, { key }: calls.KeyCall): Promise<Inspection> {
+    const script = kind === "semaphore" ? this.scripts.semaphoreInspect : this.scripts.lockInspect;
+    return inspection(await this.run(script, keysOf(kind, key), []), script);
   }
 
-  async lockInspect(key: string): Promise<Inspection> {
-    const script = this.scripts.lockInspect;
-    return inspection(await this.run(script, lockKeys(key), []), script);
+  async leave(kind: Kind, { key, token }: calls.TokenCall): Promise<void> {
+    await this.run(kind === "semaphore" ? this.scripts.semaphoreLeave : this.scripts.lockLeave, keysOf(kind, key), [token]);
   }
 
-  async semaphoreLeave(key: string, token: string): Promise<void> {
-    await this.run(this.scripts.semaphoreLeave, semaphoreKeys(key), [token]);
-  }
-
-  async semaphoreRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
-    const script = this.scripts.semaphoreRefreshWaiters;
-    return refreshed(await this.run(script, semaphoreKeys(key), [claimMs, ...tokens]), tokens.length, script);
-  }
-
-  async lockAcquire(key: string, token: string, ttlMs: number, queue?: QueueOptions): Promise<AcquireReply> {
-    const script = this.scripts.lockAcquire;
-    const args = [token, ttlMs, queue?.claimMs ?? 0, queue?.maxQueue ?? 0];
-    return acquireReply(await this.run(script, lockKeys(key), args), script, 3);
-  }
-
-  async lockExtend(key: string, token: string, ttlMs: number): Promise<boolean> {
-    const script = this.scripts.lockExtend;
-    return flag(await this.run(script, [key], [token, ttlMs]), script);
-  }
-
-  async lockRelease(key: string, token: string, heldMs?: number): Promise<boolean> {
-    const script = this.scripts.lockRelease;
-    const reply = await this.run(script, lockKeys(key), [token, heldArgument(heldMs)]);
-    // With the announcement of the waiter it granted, if any.
-    if (Array.isArray(reply) && reply.length === 2 && typeof reply[1] === "string") {
-      this.announcements.announced(key, reply[1]);
-      return flag(reply[0], script);
-    }
-    return flag(reply, script);
-  }
-
-  async lockLeave(key: string, token: string): Promise<void> {
-    await this.run(this.scripts.lockLeave, lockKeys(key), [token]);
-  }
-
-  async lockRefreshWaiters(key: string, tokens: readonly string[], claimMs: number): Promise<WaiterRefresh> {
-    const script = this.scripts.lockRefreshWaiters;
-    return refreshed(await this.run(script, lockKeys(key), [claimMs, ...tokens]), tokens.length, script);
+  async refreshWaiters(kind: Kind, { key, tokens, waiterLeaseMs }: calls.RefreshWaitersCall): Promise<WaiterRefresh> {
+    const script = kind === "semaphore" ? this.scripts.semaphoreRefreshWaiters : this.scripts.lockRefreshWaiters;
+    return refreshed(await this.run(script, keysOf(kind, key), [waiterLeaseMs, ...tokens]), tokens.length, script);
   }
 
   /**
@@ -228,7 +187,7 @@ export class RedisLeaseStore implements Store {
    * process; a channel is subscribed while a local waiter needs it, and the
    * connection is closed a second after the last one leaves.
    */
-  async watch(key: string, onGrant: (grant: Grant) => void): Promise<() => void> {
+  async watch({ key, onGrant }: calls.WatchCall): Promise<() => void> {
     if (this.closed) throw new ShutdownError(this.kind);
     return this.announcements.watch(key, onGrant);
   }

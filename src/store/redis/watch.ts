@@ -20,7 +20,7 @@ export function parseAnnouncement(message: string, waiterLeaseMs: number): Grant
     tokens.push(pairs[i] as string);
     fences.push(Number(pairs[i + 1]));
   }
-  return { tokens, fences, reservedMs: Number(reserved) || waiterLeaseMs };
+  return { tokens, fences, waiterLeaseMs: Number(reserved) || waiterLeaseMs };
 }
 
 export async function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T> {

@@ -1,0 +1,149 @@
+// The one object each store call takes. Optional fields accept `undefined` as well as absence, so
+// that the engine can pass what it holds (a lease with no tenant) without building a second object.
+import type { Grant, QueueOptions, TenantOptions } from "./types.js";
+
+/**
+ * A call about one id: `key` is the base key the primitive derives from its
+ * prefix and id (`{prefix:id}`); a store may derive companion keys from it.
+ *
+ * @example
+ * ```ts
+ * const holders = await store.semaphore.count({ key: "{semaphore:openai}" });
+ * ```
+ */
+export interface KeyCall {
+  key: string;
+}
+
+/**
+ * A call about one lease or waiter of an id, named by its token.
+ *
+ * @example
+ * ```ts
+ * await store.lock.leave({ key: "{lock:invoice-42}", token });
+ * ```
+ */
+export interface TokenCall extends KeyCall {
+  token: string;
+}
+
+/**
+ * Take `weight` permits of at most `limit` for `token`, for `leaseMs`; with
+ * `queue`, wait in line instead of being refused; with `tenant`, within the
+ * tenant's share too (the tenant itself travels in the token).
+ *
+ * @example
+ * ```ts
+ * const reply = await store.semaphore.acquire({ key: "{semaphore:openai}", token, limit: 20, weight: 1, leaseMs: 30_000 });
+ * ```
+ */
+export interface SemaphoreAcquireCall extends TokenCall {
+  limit: number;
+  weight: number;
+  leaseMs: number;
+  queue?: QueueOptions | undefined;
+  tenant?: TenantOptions | undefined;
+}
+
+/**
+ * Take the lock for `token`, for `leaseMs`; with `queue`, wait in line.
+ *
+ * @example
+ * ```ts
+ * const reply = await store.lock.acquire({ key: "{lock:invoice-42}", token, leaseMs: 10_000 });
+ * ```
+ */
+export interface LockAcquireCall extends TokenCall {
+  leaseMs: number;
+  queue?: QueueOptions | undefined;
+}
+
+/**
+ * Push `token`'s lease end to now + `leaseMs`.
+ *
+ * @example
+ * ```ts
+ * const ours = await store.lock.extend({ key: "{lock:invoice-42}", token, leaseMs: 10_000 });
+ * ```
+ */
+export interface LockExtendCall extends TokenCall {
+  leaseMs: number;
+}
+
+/**
+ * Push `token`'s lease end to now + `leaseMs`. `weight`, when given, is the
+ * lease's own (a hint that spares the store a lookup).
+ *
+ * @example
+ * ```ts
+ * const ours = await store.semaphore.extend({ key: "{semaphore:openai}", token, leaseMs: 30_000, weight: 1 });
+ * ```
+ */
+export interface SemaphoreExtendCall extends LockExtendCall {
+  weight?: number | undefined;
+}
+
+/**
+ * Give back what `token` holds. `heldMs`, when given, is how long the lease
+ * was held (whole ms), folded into the id's typical hold.
+ *
+ * @example
+ * ```ts
+ * const wasOurs = await store.lock.release({ key: "{lock:invoice-42}", token, heldMs: 120 });
+ * ```
+ */
+export interface LockReleaseCall extends TokenCall {
+  heldMs?: number | undefined;
+}
+
+/**
+ * Give back `token`'s permits. `weight`, when given, is the lease's own (a
+ * hint that spares the store a lookup).
+ *
+ * @example
+ * ```ts
+ * const wasOurs = await store.semaphore.release({ key: "{semaphore:openai}", token, weight: 1, heldMs: 120 });
+ * ```
+ */
+export interface SemaphoreReleaseCall extends LockReleaseCall {
+  weight?: number | undefined;
+}
+
+/**
+ * Figures of a semaphore id, or of one of its tenants.
+ *
+ * @example
+ * ```ts
+ * const { used, waiting } = await store.semaphore.stats({ key: "{semaphore:openai}", tenant: "acme" });
+ * ```
+ */
+export interface SemaphoreStatsCall extends KeyCall {
+  tenant?: string | undefined;
+}
+
+/**
+ * Keep these waiters' own leases alive for `waiterLeaseMs` more, grant who
+ * fits, and say where each stands.
+ *
+ * @example
+ * ```ts
+ * const { statuses } = await store.lock.refreshWaiters({ key: "{lock:invoice-42}", tokens: [token], waiterLeaseMs: 5000 });
+ * ```
+ */
+export interface RefreshWaitersCall extends KeyCall {
+  tokens: readonly string[];
+  waiterLeaseMs: number;
+}
+
+/**
+ * Listen for the grants made on `key` (by any process).
+ *
+ * @example
+ * ```ts
+ * const stop = await store.watch({ key: "{lock:invoice-42}", onGrant: (grant) => console.log(grant.tokens) });
+ * stop();
+ * ```
+ */
+export interface WatchCall extends KeyCall {
+  onGrant: (grant: Grant) => void;
+}

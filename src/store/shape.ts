@@ -1,0 +1,31 @@
+// Telling a store apart from what else a `client` may be, at factory time, before any slot is taken.
+import { ValidationError } from "../errors.js";
+import type { Store } from "./types.js";
+
+/** Tells a store apart from a Redis client, a promise or a factory. */
+export function isStore(value: unknown): value is Store {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as Store).semaphore?.acquire === "function" &&
+    typeof (value as Store).lock?.acquire === "function"
+  );
+}
+
+/**
+ * Refuses a store written against the positional contract leasehold had
+ * before the grouped one (`semaphoreAcquire(key, token, ...)` where
+ * `semaphore.acquire({ key, token, ... })` is now called): the engine would
+ * find none of its calls, so it says what changed, before any slot is taken.
+ */
+export function refusePositionalStore(value: unknown): void {
+  if (typeof value !== "object" || value === null || isStore(value)) return;
+  const old = value as { semaphoreAcquire?: unknown; lockAcquire?: unknown };
+  if (typeof old.semaphoreAcquire !== "function" && typeof old.lockAcquire !== "function") return;
+  throw new ValidationError(
+    "client",
+    "`client` is a store written for the old positional contract (`semaphoreAcquire(key, token, limit, ...)`). " +
+      "A store now groups its calls and takes one object per call: `semaphore.acquire({ key, token, limit, weight, leaseMs })`, " +
+      '`lock.release({ key, token })`, `watch({ key, onGrant })`. See "A store of your own" in docs/clients.md.',
+  );
+}

@@ -1,0 +1,89 @@
+import type { Redis } from "ioredis";
+import { describe, expect, it } from "vitest";
+import { memoryStore, redisStore, ShutdownError, semaphore, ValidationError } from "../src/index.js";
+import { processClock } from "../src/store/memory/clock.js";
+import { createMemoryStore } from "../src/store/memory.js";
+import { newRedis, uniquePrefix } from "./support/redis.js";
+
+/** An ioredis client whose duplicates (the subscriber a store opens for itself) the test can see. */
+function watchedClient(): { client: Redis; duplicates: Redis[] } {
+  const client = newRedis();
+  const duplicates: Redis[] = [];
+  const duplicate = client.duplicate.bind(client);
+  client.duplicate = (...args) => {
+    const made = duplicate(...args);
+    duplicates.push(made);
+    return made;
+  };
+  return { client, duplicates };
+}
+
+describe("store.close()", () => {
+  it("the Redis store ends the subscriber it opened, not your client; idempotent; later calls are refused", async () => {
+    const { client, duplicates } = watchedClient();
+    const store = redisStore(client);
+    const key = `{${uniquePrefix()}:k}`;
+    const stop = await store.watch({ key, onGrant: () => {} });
+    expect(duplicates).toHaveLength(1);
+    const closing = store.close();
+    expect(store.close()).toBe(closing);
+    await closing;
+    // No handle left open: the subscriber connection has ended when close() resolves.
+    expect(duplicates.map((made) => made.status)).toEqual(["end"]);
+    expect(client.status).toBe("ready");
+    expect(await client.ping()).toBe("PONG");
+    stop();
+    await expect(store.semaphore.acquire({ key, token: "t", limit: 1, weight: 1, leaseMs: 1000 })).rejects.toBeInstanceOf(
+      ShutdownError,
+    );
+    await expect(store.watch({ key, onGrant: () => {} })).rejects.toBeInstanceOf(ShutdownError);
+    await store.close();
+  });
+
+  it("the memory store clears every id's timer and refuses later acquires", async () => {
+    const store = createMemoryStore({}, processClock);
+    const key = "{close:k}";
+    expect((await store.lock.acquire({ key, token: "t", leaseMs: 60_000 })).acquired).toBe(true);
+    expect((await store.semaphore.acquire({ key, token: "t", limit: 1, weight: 1, leaseMs: 60_000 })).acquired).toBe(true);
+    await store.lock.release({ key, token: "t" });
+    await store.semaphore.release({ key, token: "t" });
+    // Released: each id keeps its typical hold a while, under a clean-up timer.
+    expect(store.debugIds().locks).toEqual([[key, true]]);
+    const closing = store.close();
+    expect(store.close()).toBe(closing);
+    await closing;
+    expect(store.debugIds()).toEqual({ semaphores: [], locks: [] });
+    await expect(store.lock.acquire({ key, token: "t", leaseMs: 1000 })).rejects.toBeInstanceOf(ShutdownError);
+  });
+
+  it("declares its bound on the contract: the memory store 0 (it never hangs), the Redis store its timeoutMs", () => {
+    expect(memoryStore().timeoutMs).toBe(0);
+    expect(redisStore(newRedis(), { timeoutMs: 750 }).timeoutMs).toBe(750);
+  });
+});
+
+describe("a store of the old positional contract", () => {
+  const positional = {
+    kind: "mine",
+    semaphoreAcquire: async () => ({ acquired: true, retryAfterMs: 0, fence: 1 }),
+    lockAcquire: async () => ({ acquired: true, retryAfterMs: 0, fence: 1 }),
+    semaphoreRelease: async () => true,
+  };
+
+  it("is refused when the semaphore is made, with what changed and where it is documented", () => {
+    let refusal: unknown;
+    try {
+      semaphore({ client: positional as never, limit: 1 });
+    } catch (error) {
+      refusal = error;
+    }
+    expect(refusal).toBeInstanceOf(ValidationError);
+    expect((refusal as ValidationError).message).toMatch(/old positional contract/);
+    expect((refusal as ValidationError).message).toMatch(/semaphore\.acquire\(\{ key, token, limit, weight, leaseMs \}\)/);
+    expect((refusal as ValidationError).message).toMatch(/docs\/clients\.md/);
+  });
+
+  it("is refused in the one-argument form too", () => {
+    expect(() => semaphore(positional as never, { limit: 1 })).toThrow(ValidationError);
+  });
+});
