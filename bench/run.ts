@@ -649,7 +649,7 @@ async function tenants(): Promise<void> {
         await Promise.all(
           Array.from({ length: Math.min(1000, n - start) }, (_, i) =>
             store.semaphore.acquire({
-              key: `{${prefix}:k}`,
+              storeKey: `{${prefix}:k}`,
               token: `w${start + i}@t${start + i}`,
               limit,
               weight: 1,

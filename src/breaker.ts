@@ -200,8 +200,8 @@ export class Breaker {
         storeKey === undefined
           ? Promise.resolve()
           : this.#probeKind === "lock"
-            ? this.store.lock.stats({ key: storeKey })
-            : this.store.semaphore.stats({ key: storeKey });
+            ? this.store.lock.stats({ storeKey: storeKey })
+            : this.store.semaphore.stats({ storeKey: storeKey });
     } catch (error) {
       read = Promise.reject(error);
     }

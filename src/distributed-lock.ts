@@ -19,7 +19,7 @@ const LOCK: Primitive = {
   acquireOptions: LOCK_ACQUIRE_OPTIONS,
   runOptions: LOCK_RUN_OPTIONS,
   holds: "lock",
-  inspect: (store, storeKey) => store.lock.inspect({ key: storeKey }),
+  inspect: (store, storeKey) => store.lock.inspect({ storeKey: storeKey }),
 };
 
 /** The lock behind {@link lock}: the shared steps (see `Leasing`) and its reads. */
@@ -36,7 +36,7 @@ export class DistributedLock extends Leasing<LeaseHandle> implements Lock {
 
   async stats(id: string): Promise<LockStats> {
     const storeKey = this.storeKeyOf(id);
-    return this.read(storeKey, "stats", (store) => store.lock.stats({ key: storeKey }), isLockStats, subjectOf("lock", id));
+    return this.read(storeKey, "stats", (store) => store.lock.stats({ storeKey: storeKey }), isLockStats, subjectOf("lock", id));
   }
 
   async holder(id: string): Promise<Holder | null> {

@@ -25,7 +25,7 @@ const SEMAPHORE: Primitive = {
   acquireOptions: SEMAPHORE_ACQUIRE_OPTIONS,
   runOptions: SEMAPHORE_RUN_OPTIONS,
   holds: "permit",
-  inspect: (store, storeKey) => store.semaphore.inspect({ key: storeKey }),
+  inspect: (store, storeKey) => store.semaphore.inspect({ storeKey: storeKey }),
 };
 
 const limitFix = "Pass how many holders are allowed at once, e.g. limit: 20.";
@@ -58,7 +58,13 @@ export class DistributedSemaphore extends Leasing<SemaphoreLeaseHandle> implemen
 
   async count(id: string): Promise<number> {
     const storeKey = this.storeKeyOf(id);
-    return this.read(storeKey, "count", (store) => store.semaphore.count({ key: storeKey }), isCount, subjectOf("semaphore", id));
+    return this.read(
+      storeKey,
+      "count",
+      (store) => store.semaphore.count({ storeKey: storeKey }),
+      isCount,
+      subjectOf("semaphore", id),
+    );
   }
 
   stats(id: string): Promise<SemaphoreStats>;
@@ -72,7 +78,7 @@ export class DistributedSemaphore extends Leasing<SemaphoreLeaseHandle> implemen
     const figures = await this.read<SemaphoreCounts>(
       storeKey,
       "stats",
-      (store) => store.semaphore.stats({ key: storeKey, tenant: tenant?.name }),
+      (store) => store.semaphore.stats({ storeKey: storeKey, tenant: tenant?.name }),
       isCounts,
       subjectOf("semaphore", id, tenant?.name),
     );

@@ -16,23 +16,23 @@ export class LockCall extends LeaseCall {
   }
 
   take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply> {
-    return store.lock.acquire({ key: this.storeKey, token, leaseMs: this.leaseMs, queue });
+    return store.lock.acquire({ storeKey: this.storeKey, token, leaseMs: this.leaseMs, queue });
   }
 
   leave(store: Store, token: string): Promise<void> {
-    return store.lock.leave({ key: this.storeKey, token });
+    return store.lock.leave({ storeKey: this.storeKey, token });
   }
 
   refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Promise<WaiterRefresh> {
-    return store.lock.refreshWaiters({ key: this.storeKey, tokens, waiterLeaseMs });
+    return store.lock.refreshWaiters({ storeKey: this.storeKey, tokens, waiterLeaseMs });
   }
 
   extend(token: string, ms: number): Promise<boolean> {
-    return this.store.lock.extend({ key: this.storeKey, token, leaseMs: ms });
+    return this.store.lock.extend({ storeKey: this.storeKey, token, leaseMs: ms });
   }
 
   release(token: string, heldMs: number | undefined): Promise<boolean> {
-    return this.store.lock.release({ key: this.storeKey, token, heldMs });
+    return this.store.lock.release({ storeKey: this.storeKey, token, heldMs });
   }
 
   lost(): LockLeaseLostError {

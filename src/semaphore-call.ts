@@ -41,7 +41,7 @@ export class SemaphoreCall extends LeaseCall<SemaphoreLeaseHandle> {
 
   take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply> {
     return store.semaphore.acquire({
-      key: this.storeKey,
+      storeKey: this.storeKey,
       token,
       limit: this.limit,
       weight: this.weight,
@@ -52,19 +52,19 @@ export class SemaphoreCall extends LeaseCall<SemaphoreLeaseHandle> {
   }
 
   leave(store: Store, token: string): Promise<void> {
-    return store.semaphore.leave({ key: this.storeKey, token });
+    return store.semaphore.leave({ storeKey: this.storeKey, token });
   }
 
   refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Promise<WaiterRefresh> {
-    return store.semaphore.refreshWaiters({ key: this.storeKey, tokens, waiterLeaseMs });
+    return store.semaphore.refreshWaiters({ storeKey: this.storeKey, tokens, waiterLeaseMs });
   }
 
   extend(token: string, ms: number): Promise<boolean> {
-    return this.store.semaphore.extend({ key: this.storeKey, token, leaseMs: ms, weight: this.weight });
+    return this.store.semaphore.extend({ storeKey: this.storeKey, token, leaseMs: ms, weight: this.weight });
   }
 
   release(token: string, heldMs: number | undefined): Promise<boolean> {
-    return this.store.semaphore.release({ key: this.storeKey, token, weight: this.weight, heldMs });
+    return this.store.semaphore.release({ storeKey: this.storeKey, token, weight: this.weight, heldMs });
   }
 
   lost(): SemaphoreLeaseLostError {

@@ -62,7 +62,7 @@ export function watchGrants(store: Store, ops: WaitingCalls, onGrant: (grant: Gr
     if (isGrant(grant)) onGrant(grant);
     else badReply(store, "grant", grant, ops.subject);
   };
-  const answer = send(() => store.watch({ key: ops.storeKey, onGrant: heard }));
+  const answer = send(() => store.watch({ storeKey: ops.storeKey, onGrant: heard }));
   const stopping = (stop: unknown) => (): void => {
     try {
       if (typeof stop === "function") stop();

@@ -120,7 +120,7 @@ describe("least privilege: the documented ACL", () => {
     const locks = lock(holder);
     const mine = await locks.acquire("wl");
     const next = lock(waiting).acquire("wl", { waitMs: 15_000, owner: "next" });
-    await eventually(async () => (await redisStore(holder).lock.inspect({ key: "{lock:wl}" })).waiters.length === 1);
+    await eventually(async () => (await redisStore(holder).lock.inspect({ storeKey: "{lock:wl}" })).waiters.length === 1);
     await mine?.release();
     expect(await next).not.toBeNull();
     expect(await locks.holder("wl")).toMatchObject({ owner: "next" });

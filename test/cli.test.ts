@@ -118,7 +118,7 @@ describe("leasehold release", SLOW, () => {
     const holder = await locks.holder("order:42");
     const waiter = locks.acquire("order:42", { waitMs: 20_000, owner: "next-in-line" });
     const store = redisStore(newRedis());
-    await eventually(async () => (await store.lock.inspect({ key: `{${prefix}:order:42}` })).waiters.length === 1);
+    await eventually(async () => (await store.lock.inspect({ storeKey: `{${prefix}:order:42}` })).waiters.length === 1);
 
     // A token may start with "-": the word after --token is its value, whatever it looks like.
     const ran = await cli([

@@ -41,7 +41,7 @@ async function script(raw: Store) {
     .run(
       "jobs:tenant-d",
       async (lease) => {
-        await raw.semaphore.release({ key: "{m:jobs:tenant-d}", token: lease.token });
+        await raw.semaphore.release({ storeKey: "{m:jobs:tenant-d}", token: lease.token });
         await new Promise((resolve) => lease.signal.addEventListener("abort", resolve, { once: true }));
       },
       { heartbeatMs: 20 },

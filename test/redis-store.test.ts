@@ -246,7 +246,7 @@ describe("redis store", () => {
     });
     const slots = semaphore(garbled, { limit: 1, prefix });
     await expect(slots.acquire("k")).rejects.toThrow(/not a valid reply/);
-    await eventually(async () => (await real.semaphore.count({ key: `{${prefix}:k}` })) === 0);
+    await eventually(async () => (await real.semaphore.count({ storeKey: `{${prefix}:k}` })) === 0);
   });
 
   it("survives a server restart: scripts reload after NOSCRIPT and held leases are reported gone", async () => {

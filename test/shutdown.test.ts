@@ -39,7 +39,7 @@ describe("a process that closes what leasehold gave it", () => {
       if (seen !== undefined) {
         expect(await seen.slots.stats("held")).toMatchObject({ used: 0, waiting: 0 });
         expect((await seen.locks.stats("order")).held).toBe(false);
-        expect((await redis?.lock.inspect({ key: `{${prefix}:order}` }))?.waiters).toEqual([]);
+        expect((await redis?.lock.inspect({ storeKey: `{${prefix}:order}` }))?.waiters).toEqual([]);
       }
       expect(closed.outcomes).toEqual({
         run: "ShutdownError",

@@ -23,7 +23,7 @@ describe("store.close()", () => {
     const { client, duplicates } = watchedClient();
     const store = redisStore(client);
     const key = `{${uniquePrefix()}:k}`;
-    const stop = await store.watch({ key, onGrant: () => {} });
+    const stop = await store.watch({ storeKey: key, onGrant: () => {} });
     expect(duplicates).toHaveLength(1);
     const closing = store.close();
     expect(store.close()).toBe(closing);
@@ -33,27 +33,29 @@ describe("store.close()", () => {
     expect(client.status).toBe("ready");
     expect(await client.ping()).toBe("PONG");
     stop();
-    await expect(store.semaphore.acquire({ key, token: "t", limit: 1, weight: 1, leaseMs: 1000 })).rejects.toBeInstanceOf(
-      ShutdownError,
-    );
-    await expect(store.watch({ key, onGrant: () => {} })).rejects.toBeInstanceOf(ShutdownError);
+    await expect(
+      store.semaphore.acquire({ storeKey: key, token: "t", limit: 1, weight: 1, leaseMs: 1000 }),
+    ).rejects.toBeInstanceOf(ShutdownError);
+    await expect(store.watch({ storeKey: key, onGrant: () => {} })).rejects.toBeInstanceOf(ShutdownError);
     await store.close();
   });
 
   it("the memory store clears every id's timer and refuses later acquires", async () => {
     const store = createMemoryStore({}, processClock);
     const key = "{close:k}";
-    expect((await store.lock.acquire({ key, token: "t", leaseMs: 60_000 })).acquired).toBe(true);
-    expect((await store.semaphore.acquire({ key, token: "t", limit: 1, weight: 1, leaseMs: 60_000 })).acquired).toBe(true);
-    await store.lock.release({ key, token: "t" });
-    await store.semaphore.release({ key, token: "t" });
+    expect((await store.lock.acquire({ storeKey: key, token: "t", leaseMs: 60_000 })).acquired).toBe(true);
+    expect((await store.semaphore.acquire({ storeKey: key, token: "t", limit: 1, weight: 1, leaseMs: 60_000 })).acquired).toBe(
+      true,
+    );
+    await store.lock.release({ storeKey: key, token: "t" });
+    await store.semaphore.release({ storeKey: key, token: "t" });
     // Released: each id keeps its typical hold a while, under a clean-up timer.
     expect(store.debugIds().locks).toEqual([[key, true]]);
     const closing = store.close();
     expect(store.close()).toBe(closing);
     await closing;
     expect(store.debugIds()).toEqual({ semaphores: [], locks: [] });
-    await expect(store.lock.acquire({ key, token: "t", leaseMs: 1000 })).rejects.toBeInstanceOf(ShutdownError);
+    await expect(store.lock.acquire({ storeKey: key, token: "t", leaseMs: 1000 })).rejects.toBeInstanceOf(ShutdownError);
   });
 
   it("declares its bound on the contract: the memory store 0 (it never hangs), the Redis store its timeoutMs", () => {
@@ -79,7 +81,7 @@ describe("a store of the old positional contract", () => {
     }
     expect(refusal).toBeInstanceOf(ValidationError);
     expect((refusal as ValidationError).message).toMatch(/old positional contract/);
-    expect((refusal as ValidationError).message).toMatch(/semaphore\.acquire\(\{ key, token, limit, weight, leaseMs \}\)/);
+    expect((refusal as ValidationError).message).toMatch(/semaphore\.acquire\(\{ storeKey, token, limit, weight, leaseMs \}\)/);
     expect((refusal as ValidationError).message).toMatch(/docs\/clients\.md/);
   });
 

@@ -167,8 +167,8 @@ async function release(store: Store, target: Target, values: Values): Promise<nu
   for (const holder of chosen) {
     const live =
       target.kind === "lock"
-        ? await store.lock.release({ key: target.key, token: holder.token })
-        : await store.semaphore.release({ key: target.key, token: holder.token });
+        ? await store.lock.release({ storeKey: target.key, token: holder.token })
+        : await store.semaphore.release({ storeKey: target.key, token: holder.token });
     const who = `${holder.token.slice(0, TOKEN_SHOWN)} (${holder.owner ?? "unknown owner"}${holder.ageMs === undefined ? "" : `, held ${duration(holder.ageMs)}`})`;
     console.log(live ? `released ${who}: it learns of the loss at its next renewal.` : `${who} had already ended.`);
   }

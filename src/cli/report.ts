@@ -50,7 +50,9 @@ export interface Report {
 /** Reads who holds and who waits: one script, no writes. */
 export async function read(store: Store, target: Target): Promise<Report> {
   const seen =
-    target.kind === "lock" ? await store.lock.inspect({ key: target.key }) : await store.semaphore.inspect({ key: target.key });
+    target.kind === "lock"
+      ? await store.lock.inspect({ storeKey: target.key })
+      : await store.semaphore.inspect({ storeKey: target.key });
   const at = Date.now();
   const holders = seen.holders
     .map((entry): HolderRow => {

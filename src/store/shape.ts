@@ -25,7 +25,7 @@ export function refusePositionalStore(value: unknown): void {
   throw new ValidationError(
     "client",
     "`client` is a store written for the old positional contract (`semaphoreAcquire(key, token, limit, ...)`). " +
-      "A store now groups its calls and takes one object per call: `semaphore.acquire({ key, token, limit, weight, leaseMs })`, " +
-      '`lock.release({ key, token })`, `watch({ key, onGrant })`. See "A store of your own" in docs/clients.md.',
+      "A store now groups its calls and takes one object per call: `semaphore.acquire({ storeKey, token, limit, weight, leaseMs })`, " +
+      '`lock.release({ storeKey, token })`, `watch({ storeKey, onGrant })`. See "A store of your own" in docs/clients.md.',
   );
 }

@@ -129,8 +129,8 @@ export interface WaiterRefresh {
  *
  * @example
  * ```ts
- * const reply = await store.semaphore.acquire({ key: "{semaphore:openai}", token, limit: 20, weight: 1, leaseMs: 30_000 });
- * if (reply.acquired) await store.semaphore.release({ key: "{semaphore:openai}", token, weight: 1 });
+ * const reply = await store.semaphore.acquire({ storeKey: "{semaphore:openai}", token, limit: 20, weight: 1, leaseMs: 30_000 });
+ * if (reply.acquired) await store.semaphore.release({ storeKey: "{semaphore:openai}", token, weight: 1 });
  * ```
  */
 export interface SemaphoreOperations {
@@ -184,8 +184,8 @@ export interface SemaphoreOperations {
  *
  * @example
  * ```ts
- * const reply = await store.lock.acquire({ key: "{lock:invoice-42}", token, leaseMs: 10_000 });
- * if (reply.acquired) await store.lock.release({ key: "{lock:invoice-42}", token });
+ * const reply = await store.lock.acquire({ storeKey: "{lock:invoice-42}", token, leaseMs: 10_000 });
+ * if (reply.acquired) await store.lock.release({ storeKey: "{lock:invoice-42}", token });
  * ```
  */
 export interface LockOperations {
@@ -221,7 +221,7 @@ export interface LockOperations {
  * @example
  * ```ts
  * const store: Store = memoryStore();
- * const reply = await store.lock.acquire({ key: "{lock:nightly}", token: "t1", leaseMs: 60_000 });
+ * const reply = await store.lock.acquire({ storeKey: "{lock:nightly}", token: "t1", leaseMs: 60_000 });
  * await store.close?.();
  * ```
  */

@@ -212,16 +212,16 @@ describe.each(storesUnderTest)("close() on the $name store", (subject) => {
     expect(next).not.toBeNull();
     await next?.release();
     expect(await seen.slots.count("k")).toBe(0);
-    expect((await seen.store.semaphore.inspect({ key: `{${prefix}:k}` })).waiters).toEqual([]);
+    expect((await seen.store.semaphore.inspect({ storeKey: `{${prefix}:k}` })).waiters).toEqual([]);
   });
 
   it("a lock's waiters are rejected with ShutdownError and leave its queue", async () => {
     const { prefix, locks, seen } = setup();
     const holder = (await seen.locks.acquire("order")) as LockLease;
     const waiter = rejectionOf(locks.run("order", () => "ran", { waitMs: 60_000 }));
-    await eventually(async () => (await seen.store.lock.inspect({ key: `{${prefix}:order}` })).waiters.length === 1);
+    await eventually(async () => (await seen.store.lock.inspect({ storeKey: `{${prefix}:order}` })).waiters.length === 1);
     await locks.close();
-    expect((await seen.store.lock.inspect({ key: `{${prefix}:order}` })).waiters).toEqual([]);
+    expect((await seen.store.lock.inspect({ storeKey: `{${prefix}:order}` })).waiters).toEqual([]);
     expect(await waiter).toBeInstanceOf(ShutdownError);
     expect(await holder.release()).toBe(true);
   });

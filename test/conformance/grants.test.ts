@@ -10,7 +10,7 @@ import { eventually, storesUnderTest } from "../support/stores.js";
 /** A waiter whose process has died: it joined the queue and will never refresh or claim. */
 async function deadWaiter(store: Store, key: string, token: string, weight: number, limit: number, waiterLeaseMs: number) {
   const reply = await store.semaphore.acquire({
-    key,
+    storeKey: key,
     token,
     limit,
     weight,
@@ -46,12 +46,12 @@ describe.each(storesUnderTest)("grants on the $name store", ({ make, redis }) =>
     await eventually(async () => (await slots.stats("k")).used === 0);
     // A fail-fast caller meets the queue: its acquire grants the waiter, then refuses the caller.
     expect(await slots.acquire("k")).toBeNull();
-    expect((await store.semaphore.inspect({ key })).holders.map((h) => h.token)).toEqual(["w"]);
+    expect((await store.semaphore.inspect({ storeKey: key })).holders.map((h) => h.token)).toEqual(["w"]);
     await everyKeyExpires(prefix, 1_000);
     // The waiter claims its grant; the three permits are its own, and nobody else gets one.
     expect(
       await store.semaphore.acquire({
-        key,
+        storeKey: key,
         token: "w",
         limit: 3,
         weight: 3,
@@ -65,7 +65,7 @@ describe.each(storesUnderTest)("grants on the $name store", ({ make, redis }) =>
     expect(await slots.acquire("k")).toBeNull();
     expect(await slots.acquire("k")).toBeNull();
     expect(await slots.stats("k")).toMatchObject({ used: 3, holders: 1 });
-    expect(await store.semaphore.release({ key, token: "w", weight: 3 })).toBe(true);
+    expect(await store.semaphore.release({ storeKey: key, token: "w", weight: 3 })).toBe(true);
   });
 
   it("a dead waiter's unclaimed grant leaves no phantom permits and no keys behind", async () => {
@@ -121,11 +121,11 @@ describe.each(storesUnderTest)("grants on the $name store", ({ make, redis }) =>
     const slots = semaphore({ client: store, limit: 1, prefix });
     const holder = await slots.acquire("k");
     await deadWaiter(store, key, "dead", 1, 1, 2_000);
-    await eventually(async () => (entry(await store.semaphore.inspect({ key }), "dead")?.expiresInMs ?? 2_000) < 1_700);
-    const left = entry(await store.semaphore.inspect({ key }), "dead")?.expiresInMs ?? 0;
+    await eventually(async () => (entry(await store.semaphore.inspect({ storeKey: key }), "dead")?.expiresInMs ?? 2_000) < 1_700);
+    const left = entry(await store.semaphore.inspect({ storeKey: key }), "dead")?.expiresInMs ?? 0;
     await holder?.release(); // grants the dead waiter
-    const reserved = entry(await store.semaphore.inspect({ key }), "dead");
-    expect((await store.semaphore.inspect({ key })).holders.map((h) => h.token)).toEqual(["dead"]);
+    const reserved = entry(await store.semaphore.inspect({ storeKey: key }), "dead");
+    expect((await store.semaphore.inspect({ storeKey: key })).holders.map((h) => h.token)).toEqual(["dead"]);
     expect(reserved?.expiresInMs).toBeLessThanOrEqual(left);
   });
 

@@ -101,23 +101,29 @@ describe.each(storesUnderTest)("the typical hold on the $name store", ({ name, m
   it("only a live lease's release counts: a lapsed one's, or one that does not say its hold, records nothing", async () => {
     const store = make();
     const key = `{${uniquePrefix()}:k}`;
-    expect((await store.semaphore.acquire({ key, token: "a", limit: 2, weight: 1, leaseMs: 100 })).acquired).toBe(true);
+    expect((await store.semaphore.acquire({ storeKey: key, token: "a", limit: 2, weight: 1, leaseMs: 100 })).acquired).toBe(true);
     await sleep(150);
-    expect(await store.semaphore.release({ key, token: "a", weight: 1, heldMs: 120 })).toBe(false);
-    expect((await store.semaphore.acquire({ key, token: "b", limit: 1, weight: 1, leaseMs: LEASE_MS })).acquired).toBe(true);
-    expect(await store.semaphore.release({ key, token: "b", weight: 1 })).toBe(true);
-    expect((await store.semaphore.acquire({ key, token: "c", limit: 1, weight: 1, leaseMs: LEASE_MS })).acquired).toBe(true);
-    const refused = await store.semaphore.acquire({ key, token: "d", limit: 1, weight: 1, leaseMs: LEASE_MS });
+    expect(await store.semaphore.release({ storeKey: key, token: "a", weight: 1, heldMs: 120 })).toBe(false);
+    expect((await store.semaphore.acquire({ storeKey: key, token: "b", limit: 1, weight: 1, leaseMs: LEASE_MS })).acquired).toBe(
+      true,
+    );
+    expect(await store.semaphore.release({ storeKey: key, token: "b", weight: 1 })).toBe(true);
+    expect((await store.semaphore.acquire({ storeKey: key, token: "c", limit: 1, weight: 1, leaseMs: LEASE_MS })).acquired).toBe(
+      true,
+    );
+    const refused = await store.semaphore.acquire({ storeKey: key, token: "d", limit: 1, weight: 1, leaseMs: LEASE_MS });
     expect(refused).toMatchObject({ acquired: false });
     expect(refused.holdMs).toBeUndefined();
     // A live one's does.
-    expect(await store.semaphore.release({ key, token: "c", weight: 1, heldMs: 250 })).toBe(true);
-    expect((await store.semaphore.acquire({ key, token: "e", limit: 1, weight: 1, leaseMs: LEASE_MS })).acquired).toBe(true);
-    expect(await store.semaphore.acquire({ key, token: "f", limit: 1, weight: 1, leaseMs: LEASE_MS })).toMatchObject({
+    expect(await store.semaphore.release({ storeKey: key, token: "c", weight: 1, heldMs: 250 })).toBe(true);
+    expect((await store.semaphore.acquire({ storeKey: key, token: "e", limit: 1, weight: 1, leaseMs: LEASE_MS })).acquired).toBe(
+      true,
+    );
+    expect(await store.semaphore.acquire({ storeKey: key, token: "f", limit: 1, weight: 1, leaseMs: LEASE_MS })).toMatchObject({
       acquired: false,
       holdMs: 250,
     });
-    await store.semaphore.release({ key, token: "e", weight: 1 });
+    await store.semaphore.release({ storeKey: key, token: "e", weight: 1 });
   });
 
   it("the record lives in the id's keys and goes with them: never past the lease whose release wrote it", async () => {
@@ -125,30 +131,37 @@ describe.each(storesUnderTest)("the typical hold on the $name store", ({ name, m
     const prefix = uniquePrefix();
     const [semKey, lockKey] = [`{${prefix}:s}`, `{${prefix}:l}`];
     // Leases of 300 ms, released at once: each record counts until its lease's end at the latest.
-    expect((await store.semaphore.acquire({ key: semKey, token: "a", limit: 1, weight: 1, leaseMs: 300 })).acquired).toBe(true);
-    expect(await store.semaphore.release({ key: semKey, token: "a", weight: 1, heldMs: 5 })).toBe(true);
-    expect((await store.lock.acquire({ key: lockKey, token: "a", leaseMs: 300 })).acquired).toBe(true);
-    expect(await store.lock.release({ key: lockKey, token: "a", heldMs: 5 })).toBe(true);
+    expect((await store.semaphore.acquire({ storeKey: semKey, token: "a", limit: 1, weight: 1, leaseMs: 300 })).acquired).toBe(
+      true,
+    );
+    expect(await store.semaphore.release({ storeKey: semKey, token: "a", weight: 1, heldMs: 5 })).toBe(true);
+    expect((await store.lock.acquire({ storeKey: lockKey, token: "a", leaseMs: 300 })).acquired).toBe(true);
+    expect(await store.lock.release({ storeKey: lockKey, token: "a", heldMs: 5 })).toBe(true);
     // Idle, yet the record counts: a holder's refusal still says it.
-    expect((await store.semaphore.acquire({ key: semKey, token: "b", limit: 1, weight: 1, leaseMs: 60 })).acquired).toBe(true);
-    expect(await store.semaphore.acquire({ key: semKey, token: "c", limit: 1, weight: 1, leaseMs: 60 })).toMatchObject({
+    expect((await store.semaphore.acquire({ storeKey: semKey, token: "b", limit: 1, weight: 1, leaseMs: 60 })).acquired).toBe(
+      true,
+    );
+    expect(await store.semaphore.acquire({ storeKey: semKey, token: "c", limit: 1, weight: 1, leaseMs: 60 })).toMatchObject({
       acquired: false,
       holdMs: 5,
     });
-    expect((await store.lock.acquire({ key: lockKey, token: "b", leaseMs: 60 })).acquired).toBe(true);
-    expect(await store.lock.acquire({ key: lockKey, token: "c", leaseMs: 60 })).toMatchObject({ acquired: false, holdMs: 5 });
+    expect((await store.lock.acquire({ storeKey: lockKey, token: "b", leaseMs: 60 })).acquired).toBe(true);
+    expect(await store.lock.acquire({ storeKey: lockKey, token: "c", leaseMs: 60 })).toMatchObject({
+      acquired: false,
+      holdMs: 5,
+    });
     await sleep(400);
     // Past the released leases' ends: forgotten, and on Redis no key is left.
     if (redis !== undefined) expect(await redis().keys(`{${prefix}:*`)).toEqual([]);
-    expect((await store.semaphore.acquire({ key: semKey, token: "d", limit: 1, weight: 1, leaseMs: LEASE_MS })).acquired).toBe(
-      true,
-    );
     expect(
-      (await store.semaphore.acquire({ key: semKey, token: "e", limit: 1, weight: 1, leaseMs: LEASE_MS })).holdMs,
+      (await store.semaphore.acquire({ storeKey: semKey, token: "d", limit: 1, weight: 1, leaseMs: LEASE_MS })).acquired,
+    ).toBe(true);
+    expect(
+      (await store.semaphore.acquire({ storeKey: semKey, token: "e", limit: 1, weight: 1, leaseMs: LEASE_MS })).holdMs,
     ).toBeUndefined();
-    expect((await store.lock.acquire({ key: lockKey, token: "d", leaseMs: LEASE_MS })).acquired).toBe(true);
-    expect((await store.lock.acquire({ key: lockKey, token: "e", leaseMs: LEASE_MS })).holdMs).toBeUndefined();
-    await store.semaphore.release({ key: semKey, token: "d", weight: 1 });
-    await store.lock.release({ key: lockKey, token: "d" });
+    expect((await store.lock.acquire({ storeKey: lockKey, token: "d", leaseMs: LEASE_MS })).acquired).toBe(true);
+    expect((await store.lock.acquire({ storeKey: lockKey, token: "e", leaseMs: LEASE_MS })).holdMs).toBeUndefined();
+    await store.semaphore.release({ storeKey: semKey, token: "d", weight: 1 });
+    await store.lock.release({ storeKey: lockKey, token: "d" });
   });
 });

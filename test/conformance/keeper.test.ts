@@ -124,7 +124,7 @@ describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) =>
       "k",
       async (lease) => {
         // Someone (an operator, an eviction) removes our entry.
-        await base.semaphore.release({ key: `{${prefix}:k}`, token: lease.token });
+        await base.semaphore.release({ storeKey: `{${prefix}:k}`, token: lease.token });
         lease.signal.addEventListener("abort", () => seen.open(lease.signal.reason), { once: true });
         await seen.opened;
         return "resolved";
@@ -146,7 +146,7 @@ describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) =>
       .run(
         "k",
         async (lease) => {
-          await base.lock.release({ key: `{${prefix}:k}`, token: lease.token });
+          await base.lock.release({ storeKey: `{${prefix}:k}`, token: lease.token });
           await new Promise((_, reject) =>
             lease.signal.addEventListener(
               "abort",
@@ -240,7 +240,7 @@ describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) =>
     const locks = lock({ client: base, prefix });
     await expect(
       locks.run("k", async (lease) => {
-        await base.lock.release({ key: `{${prefix}:k}`, token: lease.token });
+        await base.lock.release({ storeKey: `{${prefix}:k}`, token: lease.token });
         return "done";
       }),
     ).rejects.toBeInstanceOf(LockLeaseLostError);
@@ -323,7 +323,7 @@ describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) =>
     const slots = semaphore({ client: base, limit: 1, prefix });
     const { result, lost } = await lostDuring(() =>
       slots.run("k", async (lease) => {
-        await base.semaphore.release({ key: `{${prefix}:k}`, token: lease.token });
+        await base.semaphore.release({ storeKey: `{${prefix}:k}`, token: lease.token });
         expect(await lease.release()).toBe(false);
         expect(lease.signal.reason).toBeInstanceOf(SemaphoreLeaseLostError);
         return "too late";
@@ -340,7 +340,7 @@ describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) =>
     const locks = lock({ client: base, prefix });
     const { result, lost } = await lostDuring(() =>
       locks.run("k", async (lease) => {
-        await base.lock.release({ key: `{${prefix}:k}`, token: lease.token });
+        await base.lock.release({ storeKey: `{${prefix}:k}`, token: lease.token });
         void lease.release();
         return "looked fine";
       }),

@@ -98,8 +98,8 @@ describe.each(storesUnderTest)("lock on the $name store", ({ make }) => {
     const { store, prefix, locks } = setup();
     const held = await locks.acquire("k");
     const key = `{${prefix}:k}`;
-    expect(await store.lock.release({ key, token: "intruder" })).toBe(false);
-    expect(await store.lock.extend({ key, token: "intruder", leaseMs: 10_000 })).toBe(false);
+    expect(await store.lock.release({ storeKey: key, token: "intruder" })).toBe(false);
+    expect(await store.lock.extend({ storeKey: key, token: "intruder", leaseMs: 10_000 })).toBe(false);
     expect(await locks.acquire("k")).toBeNull();
     expect(await held?.release()).toBe(true);
   });
@@ -107,14 +107,14 @@ describe.each(storesUnderTest)("lock on the $name store", ({ make }) => {
   it("acquire is idempotent per token, and a refusal says how long the lock stays held", async () => {
     const { store, prefix } = setup();
     const key = `{${prefix}:k}`;
-    expect((await store.lock.acquire({ key, token: "tok", leaseMs: 5_000 })).acquired).toBe(true);
-    expect((await store.lock.acquire({ key, token: "tok", leaseMs: 5_000 })).acquired).toBe(true);
-    const refused = await store.lock.acquire({ key, token: "other", leaseMs: 5_000 });
+    expect((await store.lock.acquire({ storeKey: key, token: "tok", leaseMs: 5_000 })).acquired).toBe(true);
+    expect((await store.lock.acquire({ storeKey: key, token: "tok", leaseMs: 5_000 })).acquired).toBe(true);
+    const refused = await store.lock.acquire({ storeKey: key, token: "other", leaseMs: 5_000 });
     expect(refused.acquired).toBe(false);
     expect(refused.retryAfterMs).toBeGreaterThan(0);
     expect(refused.retryAfterMs).toBeLessThanOrEqual(5_000);
-    expect(await store.lock.release({ key, token: "tok" })).toBe(true);
-    expect(await store.lock.release({ key, token: "tok" })).toBe(false);
+    expect(await store.lock.release({ storeKey: key, token: "tok" })).toBe(true);
+    expect(await store.lock.release({ storeKey: key, token: "tok" })).toBe(false);
   });
 
   it("a crashed holder's lock is reclaimed after its ttl, not before", async () => {

@@ -137,8 +137,8 @@ describe.each(storesUnderTest)("semaphore on the $name store", ({ make }) => {
     const own = semaphore({ client: store, limit: 1, prefix });
     const lease = await own.acquire("k");
     const key = `{${prefix}:k}`;
-    expect(await store.semaphore.release({ key, token: "someone-else" })).toBe(false);
-    expect(await store.semaphore.extend({ key, token: "someone-else", leaseMs: 10_000 })).toBe(false);
+    expect(await store.semaphore.release({ storeKey: key, token: "someone-else" })).toBe(false);
+    expect(await store.semaphore.extend({ storeKey: key, token: "someone-else", leaseMs: 10_000 })).toBe(false);
     expect(await own.count("k")).toBe(1);
     expect(await lease?.release()).toBe(true);
     void slots;
@@ -215,25 +215,33 @@ describe.each(storesUnderTest)("semaphore on the $name store", ({ make }) => {
   it("acquire is idempotent per token: a re-sent acquire does not take a second permit", async () => {
     const store = make();
     const key = `{${uniquePrefix()}:k}`;
-    expect((await store.semaphore.acquire({ key, token: "tok", limit: 2, weight: 1, leaseMs: 10_000 })).acquired).toBe(true);
-    expect((await store.semaphore.acquire({ key, token: "tok", limit: 2, weight: 1, leaseMs: 10_000 })).acquired).toBe(true);
-    expect(await store.semaphore.count({ key })).toBe(1);
-    expect((await store.semaphore.acquire({ key, token: "other", limit: 2, weight: 1, leaseMs: 10_000 })).acquired).toBe(true);
-    expect((await store.semaphore.acquire({ key, token: "third", limit: 2, weight: 1, leaseMs: 10_000 })).acquired).toBe(false);
-    expect(await store.semaphore.release({ key, token: "tok" })).toBe(true);
-    expect(await store.semaphore.release({ key, token: "other" })).toBe(true);
-    expect(await store.semaphore.count({ key })).toBe(0);
+    expect((await store.semaphore.acquire({ storeKey: key, token: "tok", limit: 2, weight: 1, leaseMs: 10_000 })).acquired).toBe(
+      true,
+    );
+    expect((await store.semaphore.acquire({ storeKey: key, token: "tok", limit: 2, weight: 1, leaseMs: 10_000 })).acquired).toBe(
+      true,
+    );
+    expect(await store.semaphore.count({ storeKey: key })).toBe(1);
+    expect(
+      (await store.semaphore.acquire({ storeKey: key, token: "other", limit: 2, weight: 1, leaseMs: 10_000 })).acquired,
+    ).toBe(true);
+    expect(
+      (await store.semaphore.acquire({ storeKey: key, token: "third", limit: 2, weight: 1, leaseMs: 10_000 })).acquired,
+    ).toBe(false);
+    expect(await store.semaphore.release({ storeKey: key, token: "tok" })).toBe(true);
+    expect(await store.semaphore.release({ storeKey: key, token: "other" })).toBe(true);
+    expect(await store.semaphore.count({ storeKey: key })).toBe(0);
   });
 
   it("a refused acquire says how long until the nearest lease ends", async () => {
     const store = make();
     const key = `{${uniquePrefix()}:k}`;
-    await store.semaphore.acquire({ key, token: "a", limit: 1, weight: 1, leaseMs: 5_000 });
-    const reply = await store.semaphore.acquire({ key, token: "b", limit: 1, weight: 1, leaseMs: 5_000 });
+    await store.semaphore.acquire({ storeKey: key, token: "a", limit: 1, weight: 1, leaseMs: 5_000 });
+    const reply = await store.semaphore.acquire({ storeKey: key, token: "b", limit: 1, weight: 1, leaseMs: 5_000 });
     expect(reply.acquired).toBe(false);
     expect(reply.retryAfterMs).toBeGreaterThan(0);
     expect(reply.retryAfterMs).toBeLessThanOrEqual(5_000);
-    await store.semaphore.release({ key, token: "a" });
+    await store.semaphore.release({ storeKey: key, token: "a" });
   });
 
   it("every (prefix, id) pair has keys of its own: a prefix with a colon is refused", async () => {

@@ -201,7 +201,7 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     const key = `{${prefix}:k}`;
     // A waiter that nobody refreshes or claims: its process is gone.
     const ghost = await store.semaphore.acquire({
-      key,
+      storeKey: key,
       token: "ghost",
       limit: 1,
       weight: 1,
@@ -226,15 +226,15 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     const listening = gate();
     const store: Store = {
       ...spied,
-      watch: async ({ key, onGrant }) => {
+      watch: async ({ storeKey: key, onGrant }) => {
         await listening.opened;
-        return spied.watch({ key, onGrant });
+        return spied.watch({ storeKey: key, onGrant });
       },
     };
     const slots = semaphore({ client: store, limit: 1, prefix });
     const holder = await slots.acquire("k");
     const ghost = await store.semaphore.acquire({
-      key: `{${prefix}:k}`,
+      storeKey: `{${prefix}:k}`,
       token: "ghost",
       limit: 1,
       weight: 1,
@@ -262,10 +262,10 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     const store: Store = {
       ...spied,
       // The subscription is ready only when the test says, and then hears everything.
-      watch: async ({ key, onGrant }) => {
+      watch: async ({ storeKey: key, onGrant }) => {
         await listening.opened;
         return spied.watch({
-          key,
+          storeKey: key,
           onGrant: (grant) => {
             delivered++;
             onGrant(grant);
@@ -618,8 +618,8 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
       const { result, storeErrors, crashes } = await watchingFailures("garbled", async () => {
         let announced = false;
         const slots = wrapped(60_000, (real) => ({
-          watch: async ({ key, onGrant }) => {
-            const stop = await real.watch({ key, onGrant });
+          watch: async ({ storeKey: key, onGrant }) => {
+            const stop = await real.watch({ storeKey: key, onGrant });
             queueMicrotask(() => {
               for (const garbage of [null, {}, { tokens: "all", waiterLeaseMs: 5 }, { tokens: [7], waiterLeaseMs: 5 }]) {
                 onGrant(garbage as unknown as Grant);

@@ -27,10 +27,10 @@ describe("14. security", () => {
     const other = redisStore(new Redis(own.server.url));
     const mine = await semaphore(own.redis, { limit: 1, prefix: "sec" }).acquire("owned");
     const held = await lock(own.redis, { prefix: "seclock" }).acquire("owned");
-    expect(await other.semaphore.release({ key: "{sec:owned}", token: "guessed-token" })).toBe(false);
-    expect(await other.semaphore.extend({ key: "{sec:owned}", token: "guessed-token", leaseMs: 60_000 })).toBe(false);
-    expect(await other.lock.release({ key: "{seclock:owned}", token: "guessed-token" })).toBe(false);
-    expect(await other.lock.extend({ key: "{seclock:owned}", token: "guessed-token", leaseMs: 60_000 })).toBe(false);
+    expect(await other.semaphore.release({ storeKey: "{sec:owned}", token: "guessed-token" })).toBe(false);
+    expect(await other.semaphore.extend({ storeKey: "{sec:owned}", token: "guessed-token", leaseMs: 60_000 })).toBe(false);
+    expect(await other.lock.release({ storeKey: "{seclock:owned}", token: "guessed-token" })).toBe(false);
+    expect(await other.lock.extend({ storeKey: "{seclock:owned}", token: "guessed-token", leaseMs: 60_000 })).toBe(false);
     expect(await mine?.release()).toBe(true);
     expect(await held?.release()).toBe(true);
     (other.client as Redis).disconnect();

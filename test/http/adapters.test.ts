@@ -423,7 +423,7 @@ describe.each(harnesses)("$name adapter", (harness) => {
       // The spinning acquire may still win the freed permit; it must give it straight back.
       await eventually(async () => (await count("spin")) === 0);
       expect(control.entered).not.toContain("impatient");
-      const acquired = await store.semaphore.count({ key: "{semaphore:spin}" });
+      const acquired = await store.semaphore.count({ storeKey: "{semaphore:spin}" });
       expect(acquired).toBe(0);
     });
 

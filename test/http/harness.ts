@@ -53,7 +53,7 @@ export class Control {
 
   /** Removes a semaphore lease behind its holder's back (an operator, an eviction). */
   async steal(lease: RequestLease): Promise<void> {
-    await this.raw.semaphore.release({ key: `{semaphore:${lease.key}}`, token: lease.token });
+    await this.raw.semaphore.release({ storeKey: `{semaphore:${lease.key}}`, token: lease.token });
   }
 }
 

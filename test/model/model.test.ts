@@ -136,7 +136,7 @@ class World {
     await this.time.start(redis);
     for (const key of [this.semKey, this.lockKey]) {
       this.memoryHeard.set(key, []);
-      await this.memory.watch({ key, onGrant: (grant) => this.memoryHeard.get(key)?.push(announced(grant)) });
+      await this.memory.watch({ storeKey: key, onGrant: (grant) => this.memoryHeard.get(key)?.push(announced(grant)) });
       heard.set(`${key}:ch`, []);
       await subscriber.subscribe(`${key}:ch`);
     }
@@ -207,14 +207,14 @@ class World {
     const stores = this.withRedis ? [this.memory, this.redis] : [this.memory];
     const [, semState, lockState, figures, expiries, marker] = await Promise.all([
       subscriber.ping(),
-      Promise.all(stores.map(async (store) => sorted(await store.semaphore.inspect({ key: this.semKey })))),
-      Promise.all(stores.map((store) => store.lock.inspect({ key: this.lockKey }))),
+      Promise.all(stores.map(async (store) => sorted(await store.semaphore.inspect({ storeKey: this.semKey })))),
+      Promise.all(stores.map((store) => store.lock.inspect({ storeKey: this.lockKey }))),
       Promise.all(
         stores.map(async (store) => ({
-          stats: await store.semaphore.stats({ key: this.semKey }),
-          tenants: await Promise.all(TENANTS.map((tenant) => store.semaphore.stats({ key: this.semKey, tenant }))),
-          count: await store.semaphore.count({ key: this.semKey }),
-          lock: await store.lock.stats({ key: this.lockKey }),
+          stats: await store.semaphore.stats({ storeKey: this.semKey }),
+          tenants: await Promise.all(TENANTS.map((tenant) => store.semaphore.stats({ storeKey: this.semKey, tenant }))),
+          count: await store.semaphore.count({ storeKey: this.semKey }),
+          lock: await store.lock.stats({ storeKey: this.lockKey }),
         })),
       ),
       keysUnder(redis, `{${this.prefix}:*`).then(async (keys) => {
@@ -346,7 +346,7 @@ const semaphoreCommands = [
         (now) => w.sem.acquire(now, token, c.limit, c.weight, c.leaseMs, queue, undefined, tenantCall(c)),
         (s) =>
           s.semaphore.acquire({
-            key: w.semKey,
+            storeKey: w.semKey,
             token,
             limit: c.limit,
             weight: c.weight,
@@ -364,7 +364,7 @@ const semaphoreCommands = [
       await w.step(
         `semaphore release ${token} held ${heldMs}`,
         (now) => w.sem.release(now, token, heldMs),
-        (s) => s.semaphore.release({ key: w.semKey, token, weight, heldMs }),
+        (s) => s.semaphore.release({ storeKey: w.semKey, token, weight, heldMs }),
       );
       w.retire("sem", i);
     }),
@@ -375,7 +375,7 @@ const semaphoreCommands = [
       await w.step(
         `semaphore extend ${token} ${ms}`,
         (now) => w.sem.extend(now, token, ms),
-        (s) => s.semaphore.extend({ key: w.semKey, token, leaseMs: ms, weight: w.caller(i).weight }),
+        (s) => s.semaphore.extend({ storeKey: w.semKey, token, leaseMs: ms, weight: w.caller(i).weight }),
       );
     }),
   ),
@@ -385,7 +385,7 @@ const semaphoreCommands = [
       await w.step(
         `semaphore leave ${token}`,
         (now) => w.sem.leave(now, token),
-        (s) => s.semaphore.leave({ key: w.semKey, token }),
+        (s) => s.semaphore.leave({ storeKey: w.semKey, token }),
       );
       w.retire("sem", i);
     }),
@@ -397,7 +397,7 @@ const semaphoreCommands = [
       await w.step(
         `semaphore refresh ${tokens.join(",")} ${waiterLeaseMs}`,
         (now) => w.sem.refresh(now, tokens, waiterLeaseMs),
-        (s) => s.semaphore.refreshWaiters({ key: w.semKey, tokens, waiterLeaseMs }),
+        (s) => s.semaphore.refreshWaiters({ storeKey: w.semKey, tokens, waiterLeaseMs }),
       );
     }),
   ),
@@ -419,7 +419,7 @@ const burstCommands = [
           Promise.all(
             calls.map(({ c, token }) =>
               s.semaphore.acquire({
-                key: w.semKey,
+                storeKey: w.semKey,
                 token,
                 limit: c.limit,
                 weight: c.weight,
@@ -443,7 +443,9 @@ const burstCommands = [
         (now) => calls.map(({ i, token }) => w.sem.release(now, token, burstHeld[i])),
         (s) =>
           Promise.all(
-            calls.map(({ i, c, token }) => s.semaphore.release({ key: w.semKey, token, weight: c.weight, heldMs: burstHeld[i] })),
+            calls.map(({ i, c, token }) =>
+              s.semaphore.release({ storeKey: w.semKey, token, weight: c.weight, heldMs: burstHeld[i] }),
+            ),
           ),
       );
       for (const { i } of calls) w.retire("sem", i);
@@ -456,7 +458,9 @@ const burstCommands = [
         `semaphore extend burst ${calls.map(({ token }) => token).join(", ")} ${ms}`,
         (now) => calls.map(({ token }) => w.sem.extend(now, token, ms)),
         (s) =>
-          Promise.all(calls.map(({ c, token }) => s.semaphore.extend({ key: w.semKey, token, leaseMs: ms, weight: c.weight }))),
+          Promise.all(
+            calls.map(({ c, token }) => s.semaphore.extend({ storeKey: w.semKey, token, leaseMs: ms, weight: c.weight })),
+          ),
       );
     }),
   ),
@@ -518,7 +522,7 @@ const lockCommands = [
       await w.step(
         `lock acquire ${token} (ttl ${c.leaseMs}${queue ? ` queue ${queue.waiterLeaseMs}/${queue.maxQueue}` : ""})`,
         (now) => w.lock.acquire(now, token, c.leaseMs, queue),
-        (s) => s.lock.acquire({ key: w.lockKey, token, leaseMs: c.leaseMs, queue }),
+        (s) => s.lock.acquire({ storeKey: w.lockKey, token, leaseMs: c.leaseMs, queue }),
       );
     }),
   ),
@@ -528,7 +532,7 @@ const lockCommands = [
       await w.step(
         `lock release ${token} held ${heldMs}`,
         (now) => w.lock.release(now, token, heldMs),
-        (s) => s.lock.release({ key: w.lockKey, token, heldMs }),
+        (s) => s.lock.release({ storeKey: w.lockKey, token, heldMs }),
       );
       w.retire("lock", i);
     }),
@@ -539,7 +543,7 @@ const lockCommands = [
       await w.step(
         `lock extend ${token} ${ms}`,
         (now) => w.lock.extend(now, token, ms),
-        (s) => s.lock.extend({ key: w.lockKey, token, leaseMs: ms }),
+        (s) => s.lock.extend({ storeKey: w.lockKey, token, leaseMs: ms }),
       );
     }),
   ),
@@ -549,7 +553,7 @@ const lockCommands = [
       await w.step(
         `lock leave ${token}`,
         (now) => w.lock.leave(now, token),
-        (s) => s.lock.leave({ key: w.lockKey, token }),
+        (s) => s.lock.leave({ storeKey: w.lockKey, token }),
       );
       w.retire("lock", i);
     }),
@@ -561,7 +565,7 @@ const lockCommands = [
       await w.step(
         `lock refresh ${tokens.join(",")} ${waiterLeaseMs}`,
         (now) => w.lock.refresh(now, tokens, waiterLeaseMs),
-        (s) => s.lock.refreshWaiters({ key: w.lockKey, tokens, waiterLeaseMs }),
+        (s) => s.lock.refreshWaiters({ storeKey: w.lockKey, tokens, waiterLeaseMs }),
       );
     }),
   ),

@@ -54,17 +54,21 @@ describe.each(storesUnderTest)("calls issued in one turn on the $name store", ({
     const store = make();
     const key = `{${uniquePrefix()}:k}`;
     // X holds the only permit, for 1 s.
-    expect((await store.semaphore.acquire({ key, token: "X", limit: 1, weight: 1, leaseMs: 1_000 })).acquired).toBe(true);
+    expect((await store.semaphore.acquire({ storeKey: key, token: "X", limit: 1, weight: 1, leaseMs: 1_000 })).acquired).toBe(
+      true,
+    );
     // One turn, all of one group (limit 1, lease 60 s): Q1 and Q2 go at once, the rest as one batch:
     // Q3 is refused (the nearest lease ends in ~1 s), X's acquire is re-sent (refreshed to 60 s), Q4 is refused.
     const [q1, q2, q3, x, q4] = await Promise.all(
-      ["Q1", "Q2", "Q3", "X", "Q4"].map((token) => store.semaphore.acquire({ key, token, limit: 1, weight: 1, leaseMs: 60_000 })),
+      ["Q1", "Q2", "Q3", "X", "Q4"].map((token) =>
+        store.semaphore.acquire({ storeKey: key, token, limit: 1, weight: 1, leaseMs: 60_000 }),
+      ),
     );
     expect([q1, q2, q3, x, q4].map((reply) => reply?.acquired)).toEqual([false, false, false, true, false]);
     expect(q4?.retryAfterMs).toBeGreaterThan(50_000);
     // When Q3 was refused, the permit was due back within 1 s: that is its answer (memory: ~1000; redis: ~60000,
     // Q4's answer, because the batch reply carries only the last refusal's figure).
     expect(q3?.retryAfterMs).toBeLessThanOrEqual(1_000);
-    await store.semaphore.release({ key, token: "X", weight: 1 });
+    await store.semaphore.release({ storeKey: key, token: "X", weight: 1 });
   });
 });

@@ -46,7 +46,7 @@ describe("a grant heard before the join's reply (Redis)", () => {
         if (property === "watch") {
           return ({ key, onGrant }: { key: string; onGrant: (grant: Grant) => void }) =>
             target.watch({
-              key,
+              storeKey: key,
               onGrant: (grant) => {
                 onGrant(grant);
                 heard.push(...grant.tokens);

@@ -40,12 +40,14 @@ describe("a lock at the millisecond its lease ends", () => {
     const key = `{${prefix}:l}`;
     const memory = createMemoryStore({}, time.memoryClock);
     const store = createRedisStore(redis, {}, scriptsOnTestClock);
-    expect((await memory.lock.acquire({ key, token: "A", leaseMs: 300 })).acquired).toBe(true);
-    expect((await store.lock.acquire({ key, token: "A", leaseMs: 300 })).acquired).toBe(true);
+    expect((await memory.lock.acquire({ storeKey: key, token: "A", leaseMs: 300 })).acquired).toBe(true);
+    expect((await store.lock.acquire({ storeKey: key, token: "A", leaseMs: 300 })).acquired).toBe(true);
     // The clock reaches A's lease end exactly; keys expire as real Redis expires them (now > at).
     await time.advance(300, redis, `{${prefix}:*`);
-    expect(await memory.lock.extend({ key, token: "A", leaseMs: 300 })).toBe(false);
-    expect(await store.lock.extend({ key, token: "A", leaseMs: 300 }), "redis extends a lease that has ended").toBe(false);
+    expect(await memory.lock.extend({ storeKey: key, token: "A", leaseMs: 300 })).toBe(false);
+    expect(await store.lock.extend({ storeKey: key, token: "A", leaseMs: 300 }), "redis extends a lease that has ended").toBe(
+      false,
+    );
   });
 
   it("redis answers stats 'free' and acquire 'held' in the same millisecond", async () => {
@@ -56,15 +58,15 @@ describe("a lock at the millisecond its lease ends", () => {
     const key = `{${prefix}:l}`;
     const store = createRedisStore(redis, {}, scriptsOnTestClock);
     const memory = createMemoryStore({}, time.memoryClock);
-    expect((await store.lock.acquire({ key, token: "A", leaseMs: 300 })).acquired).toBe(true);
-    expect((await memory.lock.acquire({ key, token: "A", leaseMs: 300 })).acquired).toBe(true);
+    expect((await store.lock.acquire({ storeKey: key, token: "A", leaseMs: 300 })).acquired).toBe(true);
+    expect((await memory.lock.acquire({ storeKey: key, token: "A", leaseMs: 300 })).acquired).toBe(true);
     await time.advance(300, redis, `{${prefix}:*`);
-    expect(await store.lock.stats({ key })).toEqual({ held: false, expiresInMs: 0 });
-    expect(await memory.lock.stats({ key })).toEqual({ held: false, expiresInMs: 0 });
+    expect(await store.lock.stats({ storeKey: key })).toEqual({ held: false, expiresInMs: 0 });
+    expect(await memory.lock.stats({ storeKey: key })).toEqual({ held: false, expiresInMs: 0 });
     // The memory store (and the model) admit B now; redis refuses it, while its own stats said free.
-    expect((await memory.lock.acquire({ key, token: "B", leaseMs: 300 })).acquired).toBe(true);
+    expect((await memory.lock.acquire({ storeKey: key, token: "B", leaseMs: 300 })).acquired).toBe(true);
     expect(
-      (await store.lock.acquire({ key, token: "B", leaseMs: 300 })).acquired,
+      (await store.lock.acquire({ storeKey: key, token: "B", leaseMs: 300 })).acquired,
       "redis: B acquires a lock its stats call free",
     ).toBe(true);
   });

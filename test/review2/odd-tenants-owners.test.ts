@@ -33,7 +33,7 @@ describe.each(STORES)("odd tenants and owners ($name)", ({ make }) => {
       ].sort((x, y) => x.tenant.localeCompare(y.tenant)),
     );
     // released through the store directly, as the CLI does
-    expect(await store.semaphore.release({ key: `{${prefix}:k}`, token: a?.token as string })).toBe(true);
+    expect(await store.semaphore.release({ storeKey: `{${prefix}:k}`, token: a?.token as string })).toBe(true);
     expect(await slots.stats("k", { tenant })).toMatchObject({ used: 0 });
     expect(await slots.stats("k")).toMatchObject({ used: 2, tenants: 1 });
     const again = await slots.acquire("k", { tenant, weight: 2 });

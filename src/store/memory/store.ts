@@ -91,16 +91,16 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
 
   async acquire(kind: Kind, call: calls.SemaphoreAcquireCall | calls.LockAcquireCall): Promise<AcquireReply> {
     // A lock's call has no limit, weight or tenant: #acquireNow reads them for a semaphore only.
-    const { key, token, limit, weight, leaseMs, queue, tenant } = call as calls.SemaphoreAcquireCall;
+    const { storeKey: key, token, limit, weight, leaseMs, queue, tenant } = call as calls.SemaphoreAcquireCall;
     return this.#acquireNow(kind, key, token, limit, weight, leaseMs, queue, undefined, tenant);
   }
 
   async extend(kind: Kind, call: calls.SemaphoreExtendCall): Promise<boolean> {
-    return this.extendNow(kind, call.key, call.token, call.leaseMs);
+    return this.extendNow(kind, call.storeKey, call.token, call.leaseMs);
   }
 
   async release(kind: Kind, call: calls.SemaphoreReleaseCall): Promise<boolean> {
-    return this.releaseNow(kind, call.key, call.token, call.heldMs);
+    return this.releaseNow(kind, call.storeKey, call.token, call.heldMs);
   }
 
   async count(call: calls.KeyCall): Promise<number> {
@@ -109,17 +109,17 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
 
   async semaphoreCounts(call: calls.SemaphoreStatsCall): Promise<SemaphoreCounts> {
     this.#refuse();
-    return semaphoreStats(this.#semaphores.get(call.key) as SemaphoreState | undefined, this.clock.now(), call.tenant);
+    return semaphoreStats(this.#semaphores.get(call.storeKey) as SemaphoreState | undefined, this.clock.now(), call.tenant);
   }
 
   async lockStatus(call: calls.KeyCall): Promise<LockStats> {
     this.#refuse();
-    return lockStats(this.#locks.get(call.key) as LockState | undefined, this.clock.now());
+    return lockStats(this.#locks.get(call.storeKey) as LockState | undefined, this.clock.now());
   }
 
   async inspect(kind: Kind, call: calls.KeyCall): Promise<Inspection> {
     this.#refuse();
-    const state = this.#ids(kind).get(call.key);
+    const state = this.#ids(kind).get(call.storeKey);
     const now = this.clock.now();
     return kind === "semaphore"
       ? semaphoreInspect(state as SemaphoreState | undefined, now)
@@ -127,18 +127,18 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
   }
 
   async leave(kind: Kind, call: calls.TokenCall): Promise<void> {
-    this.leaveNow(kind, call.key, call.token);
+    this.leaveNow(kind, call.storeKey, call.token);
   }
 
   async refreshWaiters(kind: Kind, call: calls.RefreshWaitersCall): Promise<WaiterRefresh> {
     this.#refuse();
-    const { key, tokens, waiterLeaseMs } = call;
+    const { storeKey: key, tokens, waiterLeaseMs } = call;
     const state = this.#ids(kind).get(key);
     if (state === undefined) return { statuses: tokens.map(() => GONE), fences: tokens.map(() => 0), retryAfterMs: 1 };
     return refreshWaiters(primitiveOf(kind), state, tokens, waiterLeaseMs, this.clock.now());
   }
 
-  async watch({ key, onGrant }: calls.WatchCall): Promise<() => void> {
+  async watch({ storeKey: key, onGrant }: calls.WatchCall): Promise<() => void> {
     this.#refuse();
     let listeners = this.#watchers.get(key);
     if (listeners === undefined) {

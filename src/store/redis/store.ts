@@ -64,14 +64,14 @@ export class RedisLeaseStore extends GroupedStore implements Store {
     if (kind === "lock") {
       const script = this.scripts.lockAcquire;
       const args = [call.token, call.leaseMs, call.queue?.waiterLeaseMs ?? 0, call.queue?.maxQueue ?? 0];
-      return this.run(script, lockKeys(call.key), args).then((raw) => acquireReply(raw, script, 3));
+      return this.run(script, lockKeys(call.storeKey), args).then((raw) => acquireReply(raw, script, 3));
     }
     const take = call as calls.SemaphoreAcquireCall;
-    if (take.token.includes("@")) this.fast.tenanted(take.key);
-    if (take.queue === undefined && !this.fast.contended(take.key)) {
+    if (take.token.includes("@")) this.fast.tenanted(take.storeKey);
+    if (take.queue === undefined && !this.fast.contended(take.storeKey)) {
       // Almost every request: one declared key, gathered with the others of the same turn on this id.
       return this.fast.takes
-        .call(take.key, take)
+        .call(take.storeKey, take)
         .then((answer) => (answer === undefined ? this.#fullAcquire(take) : takeReply(answer)));
     }
     return this.#fullAcquire(take);
@@ -79,7 +79,7 @@ export class RedisLeaseStore extends GroupedStore implements Store {
 
   /** The full acquire: waiting, tenants' turns, waiters ahead. */
   #fullAcquire(call: calls.SemaphoreAcquireCall): Promise<AcquireReply> {
-    const { key, token, limit, weight, leaseMs, queue, tenant } = call;
+    const { storeKey: key, token, limit, weight, leaseMs, queue, tenant } = call;
     const script = this.scripts.semaphoreAcquire;
     const args = [
       token,
@@ -99,23 +99,23 @@ export class RedisLeaseStore extends GroupedStore implements Store {
   }
 
   extend(kind: Kind, call: calls.SemaphoreExtendCall): Promise<boolean> {
-    if (kind === "semaphore") return this.fast.extends.call(call.key, call).then((extended) => extended === 1);
+    if (kind === "semaphore") return this.fast.extends.call(call.storeKey, call).then((extended) => extended === 1);
     const script = this.scripts.lockExtend;
-    return this.run(script, [call.key], [call.token, call.leaseMs]).then((reply) => flag(reply, script));
+    return this.run(script, [call.storeKey], [call.token, call.leaseMs]).then((reply) => flag(reply, script));
   }
 
   release(kind: Kind, call: calls.SemaphoreReleaseCall): Promise<boolean> {
     if (kind === "lock") return this.#lockRelease(call);
-    if (call.weight !== undefined && !this.fast.contended(call.key)) {
+    if (call.weight !== undefined && !this.fast.contended(call.storeKey)) {
       return this.fast.returns
-        .call(call.key, call)
+        .call(call.storeKey, call)
         .then((returned) => (returned === undefined ? this.#fullRelease(call) : returned === 1));
     }
     return this.#fullRelease(call);
   }
 
   /** The full release: grants the waiters it makes room for. */
-  async #fullRelease({ key, token, weight, heldMs }: calls.SemaphoreReleaseCall): Promise<boolean> {
+  async #fullRelease({ storeKey: key, token, weight, heldMs }: calls.SemaphoreReleaseCall): Promise<boolean> {
     const script = this.scripts.semaphoreRelease;
     const reply = await this.run(script, semaphoreKeys(key), [token, weight ?? 0, heldArgument(heldMs)]);
     if (Array.isArray(reply) && (reply.length === 2 || reply.length === 3) && (reply[1] === 0 || reply[1] === 1)) {
@@ -126,7 +126,7 @@ export class RedisLeaseStore extends GroupedStore implements Store {
     throw unexpected(reply, script);
   }
 
-  async #lockRelease({ key, token, heldMs }: calls.LockReleaseCall): Promise<boolean> {
+  async #lockRelease({ storeKey: key, token, heldMs }: calls.LockReleaseCall): Promise<boolean> {
     const script = this.scripts.lockRelease;
     const reply = await this.run(script, lockKeys(key), [token, heldArgument(heldMs)]);
     // With the announcement of the waiter it granted, if any.
@@ -137,13 +137,13 @@ export class RedisLeaseStore extends GroupedStore implements Store {
     return flag(reply, script);
   }
 
-  async count({ key }: calls.KeyCall): Promise<number> {
+  async count({ storeKey: key }: calls.KeyCall): Promise<number> {
     const reply = await this.run(this.scripts.semaphoreCount, [key], []);
     if (typeof reply === "number" && Number.isInteger(reply) && reply >= 0) return reply;
     throw unexpected(reply, this.scripts.semaphoreCount);
   }
 
-  async semaphoreCounts({ key, tenant }: calls.SemaphoreStatsCall): Promise<SemaphoreCounts> {
+  async semaphoreCounts({ storeKey: key, tenant }: calls.SemaphoreStatsCall): Promise<SemaphoreCounts> {
     const script = this.scripts.semaphoreStats;
     const reply = await this.run(script, semaphoreKeys(key), tenant === undefined ? [] : [tenant]);
     const length = tenant === undefined ? 4 : 3;
@@ -159,7 +159,7 @@ export class RedisLeaseStore extends GroupedStore implements Store {
     throw unexpected(reply, script);
   }
 
-  async lockStatus({ key }: calls.KeyCall): Promise<LockStats> {
+  async lockStatus({ storeKey: key }: calls.KeyCall): Promise<LockStats> {
     const script = this.scripts.lockStats;
     const reply = await this.run(script, [key], []);
     if (Array.isArray(reply) && reply.length === 2 && (reply[0] === 0 || reply[0] === 1) && Number.isInteger(reply[1])) {
@@ -168,16 +168,16 @@ export class RedisLeaseStore extends GroupedStore implements Store {
     throw unexpected(reply, script);
   }
 
-  async inspect(kind: Kind, { key }: calls.KeyCall): Promise<Inspection> {
+  async inspect(kind: Kind, { storeKey: key }: calls.KeyCall): Promise<Inspection> {
     const script = kind === "semaphore" ? this.scripts.semaphoreInspect : this.scripts.lockInspect;
     return inspection(await this.run(script, keysOf(kind, key), []), script);
   }
 
-  async leave(kind: Kind, { key, token }: calls.TokenCall): Promise<void> {
+  async leave(kind: Kind, { storeKey: key, token }: calls.TokenCall): Promise<void> {
     await this.run(kind === "semaphore" ? this.scripts.semaphoreLeave : this.scripts.lockLeave, keysOf(kind, key), [token]);
   }
 
-  async refreshWaiters(kind: Kind, { key, tokens, waiterLeaseMs }: calls.RefreshWaitersCall): Promise<WaiterRefresh> {
+  async refreshWaiters(kind: Kind, { storeKey: key, tokens, waiterLeaseMs }: calls.RefreshWaitersCall): Promise<WaiterRefresh> {
     const script = kind === "semaphore" ? this.scripts.semaphoreRefreshWaiters : this.scripts.lockRefreshWaiters;
     return refreshed(await this.run(script, keysOf(kind, key), [waiterLeaseMs, ...tokens]), tokens.length, script);
   }
@@ -187,7 +187,7 @@ export class RedisLeaseStore extends GroupedStore implements Store {
    * process; a channel is subscribed while a local waiter needs it, and the
    * connection is closed a second after the last one leaves.
    */
-  async watch({ key, onGrant }: calls.WatchCall): Promise<() => void> {
+  async watch({ storeKey: key, onGrant }: calls.WatchCall): Promise<() => void> {
     if (this.closed) throw new ShutdownError(this.kind);
     return this.announcements.watch(key, onGrant);
   }
