@@ -11,13 +11,12 @@ import type { CloseOptions } from "../holdings.js";
 import type { LeaseHandle, SemaphoreLease } from "../lease.js";
 import { type LockEngine, lockEngine } from "../lock.js";
 import { type SemaphoreEngine, type SemaphoreRunOptions, semaphoreEngine } from "../semaphore.js";
-import { id as checkId, tenant as checkTenant } from "../validate.js";
+import type { AdmissionConfig } from "./config.js";
 import type { Exchange, LeaseView } from "./exchange.js";
-import type { AdmissionConfig } from "./options.js";
+import { type RequestTenant, requestId, requestTenant } from "./identify.js";
 import {
   type Rejection,
   type RejectionContext,
-  type RejectionReason,
   refusalDetail,
   rejection,
   shuttingDownRejection,
@@ -35,16 +34,6 @@ import { RetryAfterEstimate } from "./retry-after.js";
 export type Admitted = LeaseView | Rejection | "passed" | "abandoned";
 
 type Engine = { kind: "semaphore"; engine: SemaphoreEngine } | { kind: "lock"; engine: LockEngine };
-
-/** Who a request is for, and the most permits that tenant may hold. */
-export interface RequestTenant {
-  name: string;
-  limit: number;
-}
-
-function unprefixed(error: unknown): string {
-  return (error as Error).message.replace(/^leasehold: /, "");
-}
 
 /**
  * The framework-independent half of every adapter: maps a request to a lease
@@ -65,61 +54,6 @@ export class Admission<Req, OnRejected = never> {
       engine.kind === "semaphore"
         ? { kind: "semaphore", engine: semaphoreEngine(engine.options) }
         : { kind: "lock", engine: lockEngine(engine.options) };
-  }
-
-  /** The lease id of a request: the name, or `<name>:<key(request)>`. A throwing key function propagates. */
-  idFor(request: Req): string {
-    const { key, name } = this.config;
-    if (key === undefined) return name;
-    const part = key(request);
-    if (typeof part !== "string" || part.length === 0) {
-      throw new ValidationError(
-        "key",
-        `the key function of "${name}" returned ${typeof part === "string" ? "an empty string" : String(part)}; it must return a non-empty string (a tenant id, an order id). Reject requests that lack one before this middleware, or skip them with skip().`,
-      );
-    }
-    const id = `${name}:${part}`;
-    try {
-      return checkId(id);
-    } catch (error) {
-      throw new ValidationError("key", `the key function of "${name}" returned an unusable value: ${unprefixed(error)}`);
-    }
-  }
-
-  /**
-   * The tenant of a request and its cap, for a route with `tenant`: checked
-   * here, before any slot is taken, like the key. A throwing `tenant` or
-   * `tenantLimit` function propagates.
-   */
-  tenantFor(request: Req, limit: number): RequestTenant | undefined | null {
-    const { tenant, tenantLimit, name } = this.config;
-    if (tenant === undefined) return undefined;
-    const named = tenant(request);
-    // No tenant (a missing header): answered 400 `tenant-missing`, nothing taken.
-    if (named === undefined) return null;
-    let checked: string;
-    try {
-      checked = checkTenant(named);
-    } catch (error) {
-      const what =
-        named === ""
-          ? "an empty string; it must return a non-empty string naming who the request is for."
-          : `an unusable value: ${unprefixed(error)}`;
-      throw new ValidationError(
-        "tenant",
-        `the tenant function of "${name}" returned ${what} Reject requests that lack one before this middleware, or skip them with skip().`,
-      );
-    }
-    const cap = typeof tenantLimit === "function" ? tenantLimit(checked) : (tenantLimit as number);
-    if (typeof cap !== "number" || !Number.isSafeInteger(cap) || cap < 1 || cap > limit) {
-      // A number was checked at creation, against a limit that is a number; a limit function answers per request.
-      const given = typeof tenantLimit === "function" ? `the tenantLimit function of "${name}" returned` : "tenantLimit is";
-      throw new ValidationError(
-        "tenantLimit",
-        `${given} ${String(cap)} for tenant "${checked}"; it must be a whole number from 1 to the limit (${limit}).`,
-      );
-    }
-    return { name: checked, limit: cap };
   }
 
   /**
@@ -149,10 +83,10 @@ export class Admission<Req, OnRejected = never> {
   /** Takes the lease: throws (synchronously) what `key` or a limit function throws. */
   #take(request: Req, exchange: Exchange): Promise<Admitted> {
     const { config } = this;
-    const id = this.idFor(request);
+    const id = requestId(config, request);
     const limit = typeof config.limit === "function" ? config.limit(request) : config.limit;
     const weight = typeof config.weight === "function" ? config.weight(request) : config.weight;
-    const tenant = this.tenantFor(request, limit);
+    const tenant = requestTenant(config, request, limit);
     exchange.id = id;
     exchange.limit = limit;
     if (exchange.gone) return Promise.resolve("abandoned");
@@ -251,13 +185,16 @@ export class Admission<Req, OnRejected = never> {
       const context = { reason: "tenant-full", status: this.config.tenantStatus, key: id, limit: tenant.limit } as const;
       const retryAfter = this.#retryAfter({ ...context, tenant: tenant.name, retryAfter: estimate, error });
       const detail = tenantFullDetail(id, tenant.name, tenant.limit, weight, retryAfter);
-      return this.#announce(rejection({ ...context, tenant: tenant.name, retryAfter, detail, error }), tenant.name);
+      const refused = rejection({ ...context, type: "tenant-full", tenant: tenant.name, retryAfter, detail, error });
+      return this.#announce(refused, tenant.name);
     }
     const { status } = this.config;
-    const reason: RejectionReason = kind === "semaphore" ? "semaphore-full" : "lock-held";
+    // The engine's reason (full, queue-full, wait-timeout); the problem type says which primitive refused.
+    const { reason } = error;
+    const type = kind === "semaphore" ? "semaphore-full" : "lock-held";
     const retryAfter = this.#retryAfter({ reason, status, key: id, limit, tenant: tenant?.name, retryAfter: estimate, error });
     const detail = refusalDetail(kind, id, limit, error.reason, retryAfter);
-    const refused = rejection({ reason, status, key: id, limit, tenant: tenant?.name, retryAfter, detail, error });
+    const refused = rejection({ type, reason, status, key: id, limit, tenant: tenant?.name, retryAfter, detail, error });
     return this.#announce(refused, tenant?.name);
   }
 
@@ -273,6 +210,7 @@ export class Admission<Req, OnRejected = never> {
     const store = error.store ?? "lease";
     return this.#announce(
       rejection({
+        type: "store-unavailable",
         reason: "store-unavailable",
         status: 503,
         key: id,
