@@ -21,9 +21,6 @@ function nodeResponse(env: unknown): ServerResponse | undefined {
     : undefined;
 }
 
-/** The loss was answered already (with the 503 below). */
-function ignoreLoss(): void {}
-
 /** Cuts a response whose body was already being written when the lease was lost. */
 function cutResponse(this: Exchange): void {
   this.response?.destroy();
@@ -37,8 +34,9 @@ function cutResponse(this: Exchange): void {
 function handle(exchange: Exchange, next: () => Promise<void>): Promise<LeaseLostError | undefined> {
   exchange.workStarted();
   return new Promise<LeaseLostError | undefined>((resolve, reject) => {
-    // Called as the exchange's method; `resolve` ignores its `this`: no closure per request.
-    exchange.onLost = resolve;
+    exchange.onLost = function lostFirst(error) {
+      resolve(error);
+    };
     next().then(
       () => {
         exchange.workEnded();
@@ -107,7 +105,7 @@ export function middleware(route: AdmissionRoute<Context, HonoOnRejected>, where
       throw error;
     }
     if (lost !== undefined) {
-      exchange.onLost = ignoreLoss;
+      exchange.onLost = () => {};
       // The handler may have finished in the same turn; our answer replaces its response whole
       // (clearing first, so Hono does not merge the handler's headers into it).
       c.res = undefined;

@@ -46,6 +46,8 @@ export class Admission<Req, OnRejected = never> {
   readonly config: AdmissionConfig<Req, OnRejected>;
   readonly #engine: Engine;
   readonly #estimate = new RetryAfterEstimate();
+  /** The route's last answer was a refusal by a full semaphore or a held lock. */
+  #refusing = false;
 
   constructor(config: AdmissionConfig<Req, OnRejected>) {
     this.config = config;
@@ -99,6 +101,7 @@ export class Admission<Req, OnRejected = never> {
       let admittedAt: number | undefined;
       const hold = (lease: LeaseHandle & Partial<SemaphoreLease>): Promise<void> | undefined => {
         admittedAt = performance.now();
+        this.#refusing = false;
         if (lease.waitedMs > 0 && config.queues) this.#estimate.waited(lease.waitedMs);
         if (exchange.gone) {
           resolve("abandoned");
@@ -116,6 +119,7 @@ export class Admission<Req, OnRejected = never> {
         if (admittedAt !== undefined) return;
         if (exchange.gone) resolve("abandoned");
         else if (error instanceof SemaphoreNotAcquiredError || error instanceof LockNotAcquiredError) {
+          this.#refusing = true;
           resolve(this.#refused(error, id, limit, weight, tenant));
         } else if (error instanceof ShutdownError) {
           resolve(this.#announce(shuttingDownRejection(error, id, limit), tenant?.name));
@@ -126,10 +130,12 @@ export class Admission<Req, OnRejected = never> {
       };
       // A refusal the store answers at once (the memory store) is thrown inside `run` before its first
       // await: its stack would only point into the adapter, and capturing it was a third of a refused
-      // request's CPU. Errors made in this synchronous stretch carry no stack; the adapters' own
-      // refusal exceptions have none either (withoutStackTrace).
+      // request's CPU. While the route is refusing (its last answer was a refusal), errors made in this
+      // synchronous stretch carry no stack, as the adapters' own refusal exceptions (withoutStackTrace).
+      // Only then: writing `Error.stackTraceLimit` on every admitted request counted as a cost of its own.
+      const refusing = this.#refusing;
       const stackTraceLimit = Error.stackTraceLimit;
-      Error.stackTraceLimit = 0;
+      if (refusing) Error.stackTraceLimit = 0;
       let running: Promise<unknown>;
       try {
         running =
@@ -137,7 +143,7 @@ export class Admission<Req, OnRejected = never> {
             ? this.#engine.engine.run(id, hold, this.#runOptions(limit, weight, tenant, exchange))
             : this.#engine.engine.run(id, hold, config.mayWait ? { signal: exchange.clientSignal } : undefined);
       } finally {
-        Error.stackTraceLimit = stackTraceLimit;
+        if (refusing) Error.stackTraceLimit = stackTraceLimit;
       }
       running.then(held, failed);
     });

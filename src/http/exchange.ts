@@ -52,6 +52,8 @@ function ignoreLoss(): void {}
  * Adapters create it before any await, so no response event is missed.
  */
 export class Exchange {
+  /** Resolves when the permit may be given back: the engine's `run` releases it then, once. */
+  readonly ended: Promise<void>;
   /** The lease id this request asks for: the route's name until its key has been derived. */
   id: string;
   /** The limit of that id (1 for a lock, and until it is known). */
@@ -66,9 +68,7 @@ export class Exchange {
   /** The exchange of a leasehold middleware that admitted this request before this one (they may be stacked). */
   outer: Exchange | undefined;
   readonly #graceMs: number;
-  // Made when an admission asks for it: a refused or skipped request never does.
-  #ended: Promise<void> | undefined;
-  #end: (() => void) | undefined;
+  #end!: () => void;
   #done = false;
   #responded = false;
   #work: Work = "unknown";
@@ -90,18 +90,9 @@ export class Exchange {
   constructor(name: string, graceMs: number) {
     this.id = name;
     this.#graceMs = graceMs;
-  }
-
-  /** Resolves when the permit may be given back: the engine's `run` releases it then, once. */
-  get ended(): Promise<void> {
-    if (this.#ended === undefined) {
-      this.#ended = this.#done
-        ? Promise.resolve()
-        : new Promise<void>((resolve) => {
-            this.#end = resolve;
-          });
-    }
-    return this.#ended;
+    this.ended = new Promise<void>((resolve) => {
+      this.#end = resolve;
+    });
   }
 
   /** Aborts (with `ClientAbortedError`) when the client disconnects before the response finished. */
@@ -203,7 +194,7 @@ export class Exchange {
     if (this.#done) return;
     this.#done = true;
     if (this.#grace !== undefined) clearTimeout(this.#grace);
-    this.#end?.();
+    this.#end();
   }
 
   static {
