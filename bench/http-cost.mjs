@@ -7,7 +7,8 @@
 //
 // (instructions at N=40000 - instructions at N=10000) / 30000 = instructions per request, start-up cancelled.
 // MODE: none (a plain route), async (behind a no-op async middleware), run (behind the engine's `run`
-// called by hand), memory (behind leasehold's Hono middleware on the embedded store).
+// called by hand), memory (behind leasehold's Hono middleware on the embedded store), rejecting (the
+// same middleware refusing every request).
 import { IncomingMessage, ServerResponse } from "node:http";
 import { Duplex } from "node:stream";
 import { getRequestListener } from "@hono/node-server";
@@ -49,6 +50,11 @@ else if (mode === "async") app.get("/", async (_c, next) => await next(), ok);
 else if (mode === "run") {
   const slots = semaphore({ client: memoryStore(), limit: 100_000 });
   app.get("/", async (_c, next) => await slots.run("cost", () => next()), ok);
+} else if (mode === "rejecting") {
+  // The one permit is taken for good: every request is refused (503 problem+json).
+  const client = memoryStore();
+  await semaphore({ client, limit: 1 }).acquire("cost", { leaseMs: 3_600_000 });
+  app.get("/", honoSemaphore("cost", 1, { client }), ok);
 } else app.get("/", honoSemaphore("cost", 100_000, { client: memoryStore() }), ok);
 const listener = getRequestListener(app.fetch);
 

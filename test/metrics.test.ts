@@ -132,7 +132,7 @@ describe("Prometheus export", () => {
     expect(value('leasehold_released_total{kind="semaphore",name="jobs"}')).toBe(7);
     expect(value('leasehold_lost_total{kind="semaphore",name="jobs"}')).toBe(1);
     expect(value('leasehold_renew_errors_total{kind="semaphore",name="jobs"}')).toBe(1);
-    expect(value('leasehold_http_rejected_total{kind="semaphore",name="api",status="503",reason="semaphore-full"}')).toBe(1);
+    expect(value('leasehold_http_rejected_total{kind="semaphore",name="api",status="503",reason="full"}')).toBe(1);
     expect(value('leasehold_wait_seconds_count{kind="semaphore",name="jobs"}')).toBe(10);
     expect(value('leasehold_hold_seconds_count{kind="semaphore",name="jobs"}')).toBe(7);
     expect(value('leasehold_leases_outstanding{kind="semaphore",name="jobs"}')).toBe(1);

@@ -6,14 +6,10 @@
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Closable, CloseOptions } from "../../src/holdings.js";
 import { Admission } from "../../src/http/admission.js";
+import { parseAdmissionOptions } from "../../src/http/config.js";
 import { Exchange, FENCE_HEADER, LeaseView, type RequestLease } from "../../src/http/exchange.js";
 import { reportHandlerEnd, sendRejection, watchNodeResponse } from "../../src/http/node-response.js";
-import {
-  type AdmissionRoute,
-  type LockAdmissionOptions,
-  parseAdmissionOptions,
-  type SemaphoreAdmissionOptions,
-} from "../../src/http/options.js";
+import type { AdmissionRoute, LockAdmissionOptions, SemaphoreAdmissionOptions } from "../../src/http/options.js";
 import type { Rejection } from "../../src/http/problem.js";
 
 declare global {
@@ -150,6 +146,12 @@ export function lock(name: string, options?: ExpressLockOptions): LeaseholdMiddl
 }
 
 export type { Closable, CloseOptions } from "../../src/holdings.js";
-export { PROBLEM_TYPES, type ProblemDetails, type RejectionContext, type RejectionReason } from "../../src/http/problem.js";
+export {
+  PROBLEM_TYPES,
+  type ProblemDetails,
+  type ProblemType,
+  type RejectionContext,
+  type RejectionReason,
+} from "../../src/http/problem.js";
 export type { LockLease, SemaphoreLease } from "../../src/lease.js";
 export type { Rejection, RequestLease };

@@ -8,8 +8,8 @@ import {
 } from "@nestjs/common";
 import type { ClientInput } from "../../src/client.js";
 import { Admission } from "../../src/http/admission.js";
+import { parseAdmissionOptions } from "../../src/http/config.js";
 import type { RequestLease } from "../../src/http/exchange.js";
-import { parseAdmissionOptions } from "../../src/http/options.js";
 import { memoryStore } from "../../src/store/memory.js";
 import { LeaseholdGuard, LeaseholdInterceptor } from "./guard.js";
 import { type NestLockOptions, type NestRequest, type NestSemaphoreOptions, ROUTE, type Route, whereOf } from "./options.js";

@@ -14,9 +14,9 @@ import { HttpAdapterHost, Reflector } from "@nestjs/core";
 import { finalize, type Observable } from "rxjs";
 import { CLOSE_GRACE_MS } from "../../src/defaults.js";
 import { Admission } from "../../src/http/admission.js";
+import { given, parseAdmissionOptions } from "../../src/http/config.js";
 import { Exchange, FENCE_HEADER, LeaseView } from "../../src/http/exchange.js";
 import { watchNodeResponse } from "../../src/http/node-response.js";
-import { given, parseAdmissionOptions } from "../../src/http/options.js";
 import { type Rejection, withoutStackTrace } from "../../src/http/problem.js";
 import {
   ADMITTED,

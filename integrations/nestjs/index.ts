@@ -9,6 +9,7 @@ export type { RequestLease } from "../../src/http/exchange.js";
 export {
   PROBLEM_TYPES,
   type ProblemDetails,
+  type ProblemType,
   type Rejection,
   type RejectionContext,
   type RejectionReason,

@@ -8,7 +8,7 @@ import {
   type Type,
 } from "@nestjs/common";
 import { ValidationError } from "../../src/errors.js";
-import { given, parseAdmissionOptions } from "../../src/http/options.js";
+import { given, parseAdmissionOptions } from "../../src/http/config.js";
 import { prefix as checkPrefix, delayMs, knownOptions, optionsObject } from "../../src/validate.js";
 import { LeaseholdGuard } from "./guard.js";
 import { LEASEHOLD_OPTIONS, type LeaseholdModuleOptions, MODULE_DEFAULTS } from "./options.js";

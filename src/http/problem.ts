@@ -1,7 +1,12 @@
 import { type LeaseLostError, type NotAcquiredReason, ShutdownError } from "../errors.js";
 
 /**
- * Why a request was not admitted (or lost its admission).
+ * Why a request was not admitted (or lost its admission): the engine's own
+ * reasons (`NotAcquiredReason`: `"full"` for a full semaphore or a held lock,
+ * `"tenant-full"`, `"queue-full"`, `"wait-timeout"`), and the adapter's
+ * (`"tenant-missing"`, `"store-unavailable"`, `"lease-lost"`,
+ * `"shutting-down"`). The problem `type` URI a client sees is coarser: see
+ * {@link ProblemType}.
  *
  * @example
  * ```ts
@@ -10,7 +15,21 @@ import { type LeaseLostError, type NotAcquiredReason, ShutdownError } from "../e
  * };
  * ```
  */
-export type RejectionReason =
+export type RejectionReason = NotAcquiredReason | "tenant-missing" | "store-unavailable" | "lease-lost" | "shutting-down";
+
+/**
+ * The kinds of problem a refusal is answered with, each with a stable `type`
+ * URI ({@link PROBLEM_TYPES}): `semaphore-full` for a semaphore refused as
+ * full, with its queue full or after waiting (reasons `full`, `queue-full`,
+ * `wait-timeout`), `lock-held` for a lock refused likewise; the others are
+ * named as their reason.
+ *
+ * @example
+ * ```ts
+ * const busy: ProblemType[] = ["semaphore-full", "tenant-full", "lock-held"];
+ * ```
+ */
+export type ProblemType =
   | "semaphore-full"
   | "tenant-full"
   | "tenant-missing"
@@ -57,7 +76,7 @@ export interface ProblemDetails {
  *
  * @example
  * ```ts
- * semaphore("openai", 20, { retryAfter: (refusal) => (refusal.reason === "semaphore-full" ? refusal.retryAfter : 30) });
+ * semaphore("openai", 20, { retryAfter: (refusal) => (refusal.reason === "full" ? refusal.retryAfter : 30) });
  * ```
  */
 export interface RejectionContext {
@@ -99,7 +118,7 @@ export interface Rejection {
   error: Error;
 }
 
-const TITLES: Record<RejectionReason, string> = {
+const TITLES: Record<ProblemType, string> = {
   "semaphore-full": "Too many concurrent requests",
   "tenant-full": "Too many concurrent requests for this tenant",
   "tenant-missing": "The request names no tenant",
@@ -110,14 +129,14 @@ const TITLES: Record<RejectionReason, string> = {
 };
 
 /**
- * The problem `type` URI of each reason; stable, so clients can branch on it.
+ * The problem `type` URI of each {@link ProblemType}; stable, so clients can branch on it.
  *
  * @example
  * ```ts
  * if (problem.type === PROBLEM_TYPES["semaphore-full"]) await sleep(problem.retryAfter * 1000);
  * ```
  */
-export const PROBLEM_TYPES: Record<RejectionReason, string> = {
+export const PROBLEM_TYPES: Record<ProblemType, string> = {
   "semaphore-full": "urn:leasehold:problem:semaphore-full",
   "tenant-full": "urn:leasehold:problem:tenant-full",
   "tenant-missing": "urn:leasehold:problem:tenant-missing",
@@ -127,18 +146,19 @@ export const PROBLEM_TYPES: Record<RejectionReason, string> = {
   "shutting-down": "urn:leasehold:problem:shutting-down",
 };
 
-/** Everything a rejection is made of: its context, the sentence that explains it, and the failed store's kind. */
+/** Everything a rejection is made of: its context, its problem type, the sentence that explains it, and the failed store's kind. */
 export interface RejectionParts extends RejectionContext {
+  type: ProblemType;
   detail: string;
   store?: string | undefined;
 }
 
 /** Builds a rejection, once: its body, headers and fields all from the same parts. */
 export function rejection(parts: RejectionParts): Rejection {
-  const { reason, status, key, limit, retryAfter, detail, error, store } = parts;
-  const problem: ProblemDetails = { type: PROBLEM_TYPES[reason], title: TITLES[reason], status, detail, key, limit, retryAfter };
+  const { type, reason, status, key, limit, retryAfter, detail, error, store } = parts;
+  const problem: ProblemDetails = { type: PROBLEM_TYPES[type], title: TITLES[type], status, detail, key, limit, retryAfter };
   // Only its own tenant's name, and only where the refusal is about that tenant.
-  if (reason === "tenant-full" && parts.tenant !== undefined) problem.tenant = parts.tenant;
+  if (type === "tenant-full" && parts.tenant !== undefined) problem.tenant = parts.tenant;
   if (store !== undefined) problem.store = store;
   return {
     reason,
@@ -189,6 +209,7 @@ export function tenantFullDetail(key: string, tenant: string, tenantLimit: numbe
  */
 export function tenantMissingRejection(error: Error, key: string, limit: number): Rejection {
   const built = rejection({
+    type: "tenant-missing",
     reason: "tenant-missing",
     status: 400,
     key,
@@ -214,6 +235,7 @@ export function storeDownDetail(store: string, key: string): string {
  */
 export function shuttingDownRejection(error: Error, key: string, limit: number): Rejection {
   return rejection({
+    type: "shutting-down",
     reason: "shutting-down",
     status: 503,
     key,
@@ -231,6 +253,7 @@ export function shuttingDownRejection(error: Error, key: string, limit: number):
 export function leaseLostRejection(error: LeaseLostError, key: string, limit: number): Rejection {
   if (error.cause instanceof ShutdownError) return shuttingDownRejection(error, key, limit);
   return rejection({
+    type: "lease-lost",
     reason: "lease-lost",
     status: 503,
     key,

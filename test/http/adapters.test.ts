@@ -13,6 +13,7 @@ import { Semaphore } from "../../integrations/nestjs/index.js";
 import {
   CHANNELS,
   ClientAbortedError,
+  type HttpRejectedEvent,
   type LostEvent,
   memoryStore,
   type ReleasedEvent,
@@ -71,19 +72,25 @@ function openStream(url: string, headers: Record<string, string>) {
   };
 }
 
-/** The `lost` and `released` diagnostics events, in the order they were published. */
+/** The `lost` and `released` diagnostics events, in the order they were published, and the adapters' refusals. */
 function leaseEvents() {
   const events: ({ type: "lost"; event: LostEvent } | { type: "released"; event: ReleasedEvent })[] = [];
+  const refusals: HttpRejectedEvent[] = [];
   const onLost = (event: unknown) => events.push({ type: "lost", event: event as LostEvent });
   const onReleased = (event: unknown) => events.push({ type: "released", event: event as ReleasedEvent });
+  const onRejected = (event: unknown) => refusals.push(event as HttpRejectedEvent);
   subscribe(CHANNELS.lost, onLost);
   subscribe(CHANNELS.released, onReleased);
+  subscribe(CHANNELS.httpRejected, onRejected);
   return {
     /** What happened to the leases of `id`: "lost" / "released" in order. */
     of: (id: string) => events.filter(({ event }) => event.id === id),
+    /** The reasons the adapters gave for refusing requests to `id`, in order. */
+    refusedFor: (id: string) => refusals.filter((event) => event.id === id).map((event) => event.reason),
     stop: () => {
       unsubscribe(CHANNELS.lost, onLost);
       unsubscribe(CHANNELS.released, onReleased);
+      unsubscribe(CHANNELS.httpRejected, onRejected);
     },
   };
 }
@@ -146,6 +153,8 @@ describe.each(harnesses)("$name adapter", (harness) => {
         key: "work:a",
         limit: 2,
       });
+      // The engine's reason, not the problem type's name.
+      expect(events.refusedFor("work:a")).toEqual(["full"]);
       expect(await count("work:a")).toBe(2);
       control.openAll();
       expect((await first).body).toEqual({ key: "work:a", limit: 2 });
@@ -171,6 +180,7 @@ describe.each(harnesses)("$name adapter", (harness) => {
         key: "order:42",
         limit: 1,
       });
+      expect(events.refusedFor("order:42")).toEqual(["full"]);
       // Another order is not blocked.
       const other = request(app.url)
         .post("/orders/43")
@@ -439,6 +449,7 @@ describe.each(harnesses)("$name adapter", (harness) => {
         type: "urn:leasehold:problem:semaphore-full",
         detail: expect.stringContaining("queue is full"),
       });
+      expect(events.refusedFor("queue")).toEqual(["queue-full"]);
       expect(overflow.headers["retry-after"]).toMatch(/^[1-9]\d*$/);
       control.open("holder");
       await eventually(() => control.entered.includes("waiter"));

@@ -386,7 +386,7 @@ describe("NestJS guard outside HTTP", () => {
 
   it("refusals are HttpExceptions carrying the problem body", () => {
     const error = new LeaseRejectedException({
-      reason: "semaphore-full",
+      reason: "full",
       status: 503,
       retryAfter: 2,
       headers: {},

@@ -94,7 +94,7 @@ describe.each(harnesses)("$name adapter with tenants", (harness) => {
       // The diagnostics event names the route, and carries the tenant apart, for exporters that ask.
       expect(refused.map(({ name, reason, status, tenant }) => ({ name, reason, status, tenant }))).toEqual([
         { name: "tenants", reason: "tenant-full", status: 429, tenant: "acme" },
-        { name: "tenants", reason: "semaphore-full", status: 503, tenant: "initech" },
+        { name: "tenants", reason: "full", status: 503, tenant: "initech" },
         { name: "tenants", reason: "tenant-full", status: 429, tenant: "acme" },
       ]);
 
