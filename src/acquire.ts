@@ -11,7 +11,6 @@ import { newToken, stampToken } from "./token.js";
 import { WaitEnded, waitForGrant } from "./waiting.js";
 
 // The HTTP side reads the default estimate from here (it moved to defaults.ts).
-export { RETRY_AFTER_DEFAULT_MS } from "./defaults.js";
 
 /**
  * Takes a lease in one of three modes. Fail fast (default): one attempt.

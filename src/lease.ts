@@ -1,6 +1,3 @@
-// The handle behind every lease, as the HTTP side imports it from here.
-export { LeaseHandle } from "./lease-handle.js";
-
 /**
  * A held lease: what `acquire` resolves and what `run` passes to its body.
  *

@@ -1,3 +1,4 @@
+import { RETRY_AFTER_DEFAULT_MS } from "../defaults.js";
 import {
   type LeaseLostError,
   LockNotAcquiredError,
@@ -8,7 +9,8 @@ import {
 } from "../errors.js";
 import { channels, type HttpRejectedEvent } from "../events.js";
 import type { CloseOptions } from "../holdings.js";
-import type { LeaseHandle, SemaphoreLease } from "../lease.js";
+import type { SemaphoreLease } from "../lease.js";
+import type { LeaseHandle } from "../lease-handle.js";
 import { type LockEngine, lockEngine } from "../lock.js";
 import { type SemaphoreEngine, type SemaphoreRunOptions, semaphoreEngine } from "../semaphore.js";
 import type { AdmissionConfig } from "./config.js";
@@ -234,7 +236,7 @@ export class Admission<Req, OnRejected = never> {
         limit,
         tenant: tenant?.name,
         // While the breaker holds the store down, the time to its next probe; else a second.
-        retryAfter: Math.max(1, Math.ceil((error.retryAfterMs ?? 1000) / 1000)),
+        retryAfter: Math.max(1, Math.ceil((error.retryAfterMs ?? RETRY_AFTER_DEFAULT_MS) / 1000)),
         detail: storeDownDetail(store, id),
         error,
         store,

@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { ClientAbortedError, type LeaseLostError } from "../errors.js";
-import type { Lease, LeaseHandle, LockLease, SemaphoreLease } from "../lease.js";
+import type { Lease, LockLease, SemaphoreLease } from "../lease.js";
+import type { LeaseHandle } from "../lease-handle.js";
 
 /**
  * The lease a handler sees: its `signal` also aborts (with `ClientAbortedError`) when the client disconnects.

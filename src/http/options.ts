@@ -1,5 +1,6 @@
 import type { ClientInput } from "../client.js";
 import type { LeaseLostError, StoreUnavailableError } from "../errors.js";
+import { ENGINE_OPTIONS } from "../option-lists.js";
 import type { RejectionContext } from "./problem.js";
 
 /**
@@ -139,17 +140,8 @@ export type AdmissionRoute<Req, OnRejected> =
     }
   | { kind: "lock"; name: string; options?: LockAdmissionOptions<Req, OnRejected> | undefined };
 
-/** Options passed through to the engine primitive as they are; it validates them itself, at creation. */
-export const ENGINE_OPTIONS = [
-  "client",
-  "prefix",
-  "retries",
-  "retryDelayMs",
-  "waitMs",
-  "maxQueue",
-  "heartbeatMs",
-  "onRenewError",
-] as const satisfies readonly (keyof AdmissionOptions<unknown>)[];
+/** Options passed through to the engine primitive as they are (it validates them itself, at creation): the engine's own list. */
+export { ENGINE_OPTIONS };
 
 /** Every option of {@link AdmissionOptions}: the engine's, and the adapter's own (test/http/option-lists.test.ts checks that it is all of them). */
 export const ADAPTER_OPTIONS = [

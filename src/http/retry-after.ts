@@ -1,4 +1,4 @@
-import { RETRY_AFTER_DEFAULT_MS } from "../acquire.js";
+import { RETRY_AFTER_DEFAULT_MS } from "../defaults.js";
 import type { LockNotAcquiredError, SemaphoreNotAcquiredError } from "../errors.js";
 
 /** An exponentially weighted average: recent requests count most. */

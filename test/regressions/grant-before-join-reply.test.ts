@@ -44,7 +44,7 @@ describe("a grant heard before the join's reply (Redis)", () => {
           } satisfies Store["semaphore"];
         }
         if (property === "watch") {
-          return ({ key, onGrant }: { key: string; onGrant: (grant: Grant) => void }) =>
+          return ({ storeKey: key, onGrant }: { storeKey: string; onGrant: (grant: Grant) => void }) =>
             target.watch({
               storeKey: key,
               onGrant: (grant) => {
