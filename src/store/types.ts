@@ -250,7 +250,8 @@ export interface Store {
 
   /**
    * Ends what the store itself runs (connections it opened, its timers) and
-   * refuses every later call with `ShutdownError`. Never closes a client it
+   * refuses every later call with `ShutdownError`, but a release or a leave:
+   * those give back (or answer as for nothing held). Never closes a client it
    * was given. Idempotent. Optional for a custom store.
    */
   close?(): Promise<void>;

@@ -42,6 +42,8 @@ export class RedisLeaseStore extends GroupedStore implements Store {
   private closed = false;
   private closing: Promise<void> | undefined;
   private readonly scripts: Scripts;
+  /** The scripts that only give back, sent even once closed (see `run`). */
+  private readonly givesBack: ReadonlySet<Script>;
   /** The client's uniform face, looked up once (scriptClient is one per client). */
   private readonly calls: ScriptClient;
   private readonly fast: FastPaths;
@@ -55,14 +57,25 @@ export class RedisLeaseStore extends GroupedStore implements Store {
   ) {
     super();
     this.scripts = table;
+    this.givesBack = new Set([
+      table.semaphoreRelease,
+      table.semaphoreReturn,
+      table.lockRelease,
+      table.semaphoreLeave,
+      table.lockLeave,
+    ]);
     this.calls = scriptClient(client);
     this.fast = new FastPaths(table, (script, keys, args) => this.run(script, keys, args));
     this.announcements = new Announcements(this.calls, timeoutMs, waiterLeaseMs);
   }
 
-  /** Every script call of the store: refused once it is closed. */
+  /**
+   * Every script call of the store: refused once it is closed, but for those that only give back (a
+   * release, a return, a leave). The client is the caller's and still open, and a lease an acquire
+   * sent before close() brought must not keep its permit for the whole lease, for every process.
+   */
   private run(script: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
-    if (this.closed) return Promise.reject(new ShutdownError(this.kind));
+    if (this.closed && !this.givesBack.has(script)) return Promise.reject(new ShutdownError(this.kind));
     return runScript(this.calls, script, keys, args);
   }
 
