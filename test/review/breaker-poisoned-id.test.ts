@@ -11,7 +11,7 @@ describe("a custom store whose calls on one id fail with a non-network error", (
     const inner = memoryStore();
     const custom = mapCalls(inner, (_, real) => async (call: never) => {
       // A bug in the custom store, reached only by this id's data.
-      if ((call as { key: string }).key.includes("poisoned")) {
+      if ((call as { storeKey: string }).storeKey.includes("poisoned")) {
         throw new TypeError("Cannot read properties of undefined (reading 'limit')");
       }
       return real(call);
