@@ -38,6 +38,19 @@ function wrappers(): { name: string; make: () => Store }[] {
         });
       },
     },
+    ...[0, -1, Number.NaN].map((timeoutMs) => ({
+      name: `a custom store declaring timeoutMs ${timeoutMs}`,
+      make: (): Store => {
+        const inner = memoryStore();
+        return {
+          kind: "custom",
+          timeoutMs,
+          semaphore: { ...inner.semaphore, acquire: never },
+          lock: { ...inner.lock, acquire: never },
+          watch: (call) => inner.watch(call),
+        };
+      },
+    })),
   ];
 }
 
