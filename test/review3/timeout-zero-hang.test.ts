@@ -15,7 +15,13 @@ function within(pending: Promise<unknown>, ms: number): Promise<unknown> {
   const hung = new Promise((resolve) => {
     timer = setTimeout(() => resolve("hung"), ms);
   });
-  return Promise.race([pending.then((value) => value, (error: unknown) => error), hung]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    pending.then(
+      (value) => value,
+      (error: unknown) => error,
+    ),
+    hung,
+  ]).finally(() => clearTimeout(timer));
 }
 
 function wrappers(): { name: string; make: () => Store }[] {
@@ -24,7 +30,12 @@ function wrappers(): { name: string; make: () => Store }[] {
       name: "a spread of the store",
       make: () => {
         const inner = memoryStore();
-        return { ...inner, kind: "audited", semaphore: { ...inner.semaphore, acquire: never }, lock: { ...inner.lock, acquire: never } };
+        return {
+          ...inner,
+          kind: "audited",
+          semaphore: { ...inner.semaphore, acquire: never },
+          lock: { ...inner.lock, acquire: never },
+        };
       },
     },
     {
