@@ -40,8 +40,7 @@ const CONTRACT = {
  * Refuses a store that lacks calls of the contract: the engine would find
  * out only after a slot was taken (a missing `semaphore.release` keeps every
  * permit for its whole lease; a missing `watch` leaves waiters deaf to their
- * grants). A spread of `redisStore()` is one: its `watch` and `close` live on
- * its prototype.
+ * grants).
  */
 export function refuseIncompleteStore(value: unknown): void {
   if (!isStore(value)) return;
@@ -56,6 +55,6 @@ export function refuseIncompleteStore(value: unknown): void {
     "client",
     `\`client\` is a store without ${missing.map((name) => `\`${name}\``).join(", ")}: every call of the contract is needed. ` +
       "A wrapper copies the groups (`{ ...store.semaphore, acquire }`) and delegates the rest (`watch: (call) => store.watch(call)`); " +
-      'a spread of redisStore() loses its methods. See "A store of your own" in docs/clients.md.',
+      'See "A store of your own" in docs/clients.md.',
   );
 }

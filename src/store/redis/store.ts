@@ -67,6 +67,11 @@ export class RedisLeaseStore extends GroupedStore implements Store {
     this.calls = scriptClient(client);
     this.fast = new FastPaths(table, (script, keys, args) => this.run(script, keys, args));
     this.announcements = new Announcements(this.calls, timeoutMs, waiterLeaseMs);
+    // Bound to the store, as the memory store binds its methods: a wrapper made with
+    // Object.create(store) closes the store itself (the groups, closures over it, then refuse every
+    // call), and a spread of the store keeps both.
+    this.watch = this.watch.bind(this);
+    this.close = this.close.bind(this);
   }
 
   /**
