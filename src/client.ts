@@ -3,7 +3,7 @@ import { StoreUnavailableError, ValidationError } from "./errors.js";
 import { ACCEPTED_CLIENTS, isRedisClient, type RedisClient } from "./store/clients.js";
 import { defaultStore } from "./store/memory.js";
 import { type RedisStore, redisStore } from "./store/redis.js";
-import { isStore, refusePositionalStore } from "./store/shape.js";
+import { isStore, refuseIncompleteStore, refusePositionalStore } from "./store/shape.js";
 import type { Store } from "./store/types.js";
 
 /**
@@ -60,6 +60,7 @@ interface Resolved {
  */
 function toStore(value: unknown): Resolved {
   refusePositionalStore(value);
+  refuseIncompleteStore(value);
   if (isStore(value)) return { store: value, own: undefined };
   if (isRedisClient(value)) {
     let own = wrapped.get(value);
@@ -95,6 +96,7 @@ export function storeSource(client: unknown): StoreSource {
     return { get: () => store, close: () => Promise.resolve() };
   }
   refusePositionalStore(client);
+  refuseIncompleteStore(client);
   if (isStore(client) || isRedisClient(client)) {
     const resolved = toStore(client);
     let closing: Promise<void> | undefined;

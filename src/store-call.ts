@@ -2,12 +2,18 @@ import { breakerOf } from "./breaker.js";
 import { WAITER_LEASE_MS } from "./defaults.js";
 import { LeaseholdError, StorePermissionError, StoreUnavailableError } from "./errors.js";
 import { channels, type StoreErrorEvent, type Subject } from "./events.js";
+import { isMemoryStore } from "./store/memory.js";
 import { type AcquireReply, declaredMs, declaredTimeoutMs, type QueueOptions, type Store } from "./store/types.js";
 import { isAcquireReply } from "./store-replies.js";
 
-/** A store that declares `timeoutMs: 0` answers in this process and never hangs (the embedded one): no timer on its path. */
+/**
+ * The embedded store itself answers in this process and never hangs: no timer on its path. Every
+ * other store is bounded, whatever it declares: a wrapper of the embedded store (a spread, or
+ * `Object.create(store)`) inherits its `timeoutMs: 0` but not the promise never to hang, and a
+ * declared 0 is what `declaredTimeoutMs` takes as "none" (the 2000 ms default).
+ */
 function timeoutOf(store: Store): number | undefined {
-  return store.timeoutMs === 0 ? undefined : declaredTimeoutMs(store);
+  return isMemoryStore(store) ? undefined : declaredTimeoutMs(store);
 }
 
 /** The store's waiter lease (see `QueueOptions.waiterLeaseMs`), or the default. */

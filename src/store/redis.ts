@@ -42,7 +42,9 @@ export interface RedisStore extends Store {
   /**
    * Closes the connection the store opened for itself (the subscriber that
    * waiting uses, a duplicate of your client) and its timers; every later
-   * call is refused with `ShutdownError`. Your client is left open: quit it
+   * call is refused with `ShutdownError`, but a release or a leave, which
+   * only gives back (a lease an acquire in flight brought still frees its
+   * permit through your client). Your client is left open: quit it
    * yourself. Close the semaphores and locks made on the store first: their
    * leases are released through it. A second call returns the same promise.
    *

@@ -29,3 +29,32 @@ export function refusePositionalStore(value: unknown): void {
       '`lock.release({ storeKey, token })`, `watch({ storeKey, onGrant })`. See "A store of your own" in docs/clients.md.',
   );
 }
+
+/** The calls of the contract a store must have, by group (`close` is optional). */
+const CONTRACT = {
+  semaphore: ["acquire", "extend", "release", "count", "stats", "inspect", "leave", "refreshWaiters"],
+  lock: ["acquire", "extend", "release", "stats", "inspect", "leave", "refreshWaiters"],
+} as const;
+
+/**
+ * Refuses a store that lacks calls of the contract: the engine would find
+ * out only after a slot was taken (a missing `semaphore.release` keeps every
+ * permit for its whole lease; a missing `watch` leaves waiters deaf to their
+ * grants).
+ */
+export function refuseIncompleteStore(value: unknown): void {
+  if (!isStore(value)) return;
+  const missing: string[] = [];
+  for (const group of ["semaphore", "lock"] as const) {
+    const calls = value[group] as unknown as Record<string, unknown>;
+    for (const name of CONTRACT[group]) if (typeof calls[name] !== "function") missing.push(`${group}.${name}`);
+  }
+  if (typeof value.watch !== "function") missing.push("watch");
+  if (missing.length === 0) return;
+  throw new ValidationError(
+    "client",
+    `\`client\` is a store without ${missing.map((name) => `\`${name}\``).join(", ")}: every call of the contract is needed. ` +
+      "A wrapper copies the groups (`{ ...store.semaphore, acquire }`) and delegates the rest (`watch: (call) => store.watch(call)`); " +
+      'See "A store of your own" in docs/clients.md.',
+  );
+}

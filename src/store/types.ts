@@ -230,8 +230,9 @@ export interface Store {
   readonly kind: string;
   /**
    * The longest one round trip may take before the engine fails the call
-   * with `StoreUnavailableError` (default 2000). 0: the store answers in this
-   * process and never hangs (the memory store), so no timer is set.
+   * with `StoreUnavailableError` (default 2000). The memory store declares 0:
+   * it answers in this process and the engine sets no timer for it alone; any
+   * other store declaring 0 (a wrapper that inherits it) gets the default.
    */
   readonly timeoutMs?: number;
   /** Default length of a waiter's own lease (see {@link QueueOptions.waiterLeaseMs}). */
@@ -249,7 +250,8 @@ export interface Store {
 
   /**
    * Ends what the store itself runs (connections it opened, its timers) and
-   * refuses every later call with `ShutdownError`. Never closes a client it
+   * refuses every later call with `ShutdownError`, but a release or a leave:
+   * those give back (or answer as for nothing held). Never closes a client it
    * was given. Idempotent. Optional for a custom store.
    */
   close?(): Promise<void>;

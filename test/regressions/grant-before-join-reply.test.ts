@@ -44,9 +44,9 @@ describe("a grant heard before the join's reply (Redis)", () => {
           } satisfies Store["semaphore"];
         }
         if (property === "watch") {
-          return ({ storeKey: key, onGrant }: { storeKey: string; onGrant: (grant: Grant) => void }) =>
+          return ({ storeKey, onGrant }: { storeKey: string; onGrant: (grant: Grant) => void }) =>
             target.watch({
-              storeKey: key,
+              storeKey,
               onGrant: (grant) => {
                 onGrant(grant);
                 heard.push(...grant.tokens);

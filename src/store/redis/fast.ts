@@ -45,8 +45,9 @@ export class FastPaths {
    * declare the tenants' index too, so that any of them can prune a tenant's lapsed permits.
    */
   readonly #tenanted = new Set<string>();
-  // One group per id: the calls of one turn go out in the order they were made. The items are the
-  // callers' own call objects, read when the script call is built: no second object per call.
+  // One group per id: the calls of one turn go out in the order they were made. The items are read
+  // when the script call is built, at the end of the turn: the store passes copies, never the
+  // caller's own objects (which a caller may reuse as soon as its call returns).
   readonly takes: Coalescer<SemaphoreAcquireCall, TakeAnswer>;
   readonly returns: Coalescer<SemaphoreReleaseCall, number | undefined>;
   readonly extends: Coalescer<SemaphoreExtendCall, number | undefined>;

@@ -16,6 +16,22 @@ import { Announcements } from "./watch.js";
  */
 const semaphoreKeys = (key: string): string[] => [key, `${key}:m`, `${key}:q`, `${key}:qe`, `${key}:t`, `${key}:qt`];
 const lockKeys = (key: string): string[] => [key, `${key}:m`, `${key}:q`, `${key}:qe`];
+/** A fast acquire's fields as they are when the call is made (see `acquire`). */
+const snapshotTake = ({
+  storeKey,
+  token,
+  limit,
+  weight,
+  leaseMs,
+  tenant,
+}: calls.SemaphoreAcquireCall): calls.SemaphoreAcquireCall => ({
+  storeKey,
+  token,
+  limit,
+  weight,
+  leaseMs,
+  tenant: tenant === undefined ? undefined : { ...tenant },
+});
 const keysOf = (kind: Kind, key: string): string[] => (kind === "semaphore" ? semaphoreKeys(key) : lockKeys(key));
 
 /** The Store over Redis: the fast paths in ./fast.ts, the full scripts here, grants in ./watch.ts. */
@@ -26,6 +42,8 @@ export class RedisLeaseStore extends GroupedStore implements Store {
   private closed = false;
   private closing: Promise<void> | undefined;
   private readonly scripts: Scripts;
+  /** The scripts that only give back, sent even once closed (see `run`). */
+  private readonly givesBack: ReadonlySet<Script>;
   /** The client's uniform face, looked up once (scriptClient is one per client). */
   private readonly calls: ScriptClient;
   private readonly fast: FastPaths;
@@ -39,14 +57,30 @@ export class RedisLeaseStore extends GroupedStore implements Store {
   ) {
     super();
     this.scripts = table;
+    this.givesBack = new Set([
+      table.semaphoreRelease,
+      table.semaphoreReturn,
+      table.lockRelease,
+      table.semaphoreLeave,
+      table.lockLeave,
+    ]);
     this.calls = scriptClient(client);
     this.fast = new FastPaths(table, (script, keys, args) => this.run(script, keys, args));
     this.announcements = new Announcements(this.calls, timeoutMs, waiterLeaseMs);
+    // Bound to the store, as the memory store binds its methods: a wrapper made with
+    // Object.create(store) closes the store itself (the groups, closures over it, then refuse every
+    // call), and a spread of the store keeps both.
+    this.watch = this.watch.bind(this);
+    this.close = this.close.bind(this);
   }
 
-  /** Every script call of the store: refused once it is closed. */
+  /**
+   * Every script call of the store: refused once it is closed, but for those that only give back (a
+   * release, a return, a leave). The client is the caller's and still open, and a lease an acquire
+   * sent before close() brought must not keep its permit for the whole lease, for every process.
+   */
   private run(script: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
-    if (this.closed) return Promise.reject(new ShutdownError(this.kind));
+    if (this.closed && !this.givesBack.has(script)) return Promise.reject(new ShutdownError(this.kind));
     return runScript(this.calls, script, keys, args);
   }
 
@@ -66,15 +100,17 @@ export class RedisLeaseStore extends GroupedStore implements Store {
       const args = [call.token, call.leaseMs, call.queue?.waiterLeaseMs ?? 0, call.queue?.maxQueue ?? 0];
       return this.run(script, lockKeys(call.storeKey), args).then((raw) => acquireReply(raw, script, 3));
     }
-    const take = call as calls.SemaphoreAcquireCall;
-    if (take.token.includes("@")) this.fast.tenanted(take.storeKey);
-    if (take.queue === undefined && !this.fast.contended(take.storeKey)) {
-      // Almost every request: one declared key, gathered with the others of the same turn on this id.
-      return this.fast.takes
-        .call(take.storeKey, take)
-        .then((answer) => (answer === undefined ? this.#fullAcquire(take) : takeReply(answer)));
-    }
-    return this.#fullAcquire(take);
+    const given = call as calls.SemaphoreAcquireCall;
+    if (given.token.includes("@")) this.fast.tenanted(given.storeKey);
+    if (given.queue !== undefined || this.fast.contended(given.storeKey)) return this.#fullAcquire(given);
+    // A batch is built at the end of the turn, and a fast answer of "waiters here" goes on to the
+    // full script after a round trip: both read this copy, not the caller's object, which the
+    // caller may reuse or change as soon as the call returns (the memory store reads it at once too).
+    const take = snapshotTake(given);
+    // Almost every request: one declared key, gathered with the others of the same turn on this id.
+    return this.fast.takes
+      .call(take.storeKey, take)
+      .then((answer) => (answer === undefined ? this.#fullAcquire(take) : takeReply(answer)));
   }
 
   /** The full acquire: waiting, tenants' turns, waiters ahead. */
@@ -99,7 +135,7 @@ export class RedisLeaseStore extends GroupedStore implements Store {
   }
 
   extend(kind: Kind, call: calls.SemaphoreExtendCall): Promise<boolean> {
-    if (kind === "semaphore") return this.fast.extends.call(call.storeKey, call).then((extended) => extended === 1);
+    if (kind === "semaphore") return this.fast.extends.call(call.storeKey, { ...call }).then((extended) => extended === 1);
     const script = this.scripts.lockExtend;
     return this.run(script, [call.storeKey], [call.token, call.leaseMs]).then((reply) => flag(reply, script));
   }
@@ -107,9 +143,11 @@ export class RedisLeaseStore extends GroupedStore implements Store {
   release(kind: Kind, call: calls.SemaphoreReleaseCall): Promise<boolean> {
     if (kind === "lock") return this.#lockRelease(call);
     if (call.weight !== undefined && !this.fast.contended(call.storeKey)) {
+      // A copy, as for an acquire: read at the end of the turn, and again after a round trip.
+      const lease = { storeKey: call.storeKey, token: call.token, weight: call.weight, heldMs: call.heldMs };
       return this.fast.returns
-        .call(call.storeKey, call)
-        .then((returned) => (returned === undefined ? this.#fullRelease(call) : returned === 1));
+        .call(lease.storeKey, lease)
+        .then((returned) => (returned === undefined ? this.#fullRelease(lease) : returned === 1));
     }
     return this.#fullRelease(call);
   }
