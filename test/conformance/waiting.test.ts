@@ -261,6 +261,9 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     let delivered = 0;
     const store: Store = {
       ...spied,
+      // No periodic refresh during the test (a third of the waiter lease): under load one could fire
+      // before the subscription and be taken for the refresh that follows it.
+      waiterLeaseMs: 60_000,
       // The subscription is ready only when the test says, and then hears everything.
       watch: async ({ storeKey: key, onGrant }) => {
         await listening.opened;
