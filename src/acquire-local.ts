@@ -79,6 +79,9 @@ function waitLocally(
       onGrant: (at: number, fence: number) => {
         if (end()) resolve({ at, fence });
       },
+      onClose: (error: Error) => {
+        if (end()) reject(error);
+      },
     };
     const reply = store.waitNow(kind, storeKey, token, limit, weight, join, call.tenant);
     if (reply.acquired) {

@@ -1,6 +1,6 @@
 // The waiting room of one id in this process: what its waiters share (one subscription, one backup
 // timer, one periodic refresh). waiting.ts runs one waiter's wait in it.
-import { StorePermissionError } from "./errors.js";
+import { ShutdownError, StorePermissionError } from "./errors.js";
 import type { Grant, Store } from "./store/types.js";
 import { MAX_MS } from "./validate.js";
 import { refreshWaiters, type WaitingCalls, watchGrants } from "./waiting-calls.js";
@@ -61,8 +61,8 @@ export class Room {
       },
       (error: unknown) => {
         // No notifications: the backup timer and the refresh keep waiting correct, only slower;
-        // unless the ACL refuses the channel, which is a configuration to fix, not an outage.
-        if (error instanceof StorePermissionError) this.#fail(error);
+        // unless the ACL refuses the channel (a configuration to fix, not an outage) or the store is closed.
+        if (isFinal(error)) this.#fail(error);
       },
     );
     this.#refreshTimer = setInterval(() => this.refreshAll(), Math.max(20, Math.floor(this.waiterLeaseMs / 3)));
@@ -139,8 +139,8 @@ export class Room {
         },
         (error: unknown) => {
           // Failed, timed out or answered nonsense (a store error, published): the next refresh tries
-          // again. A permission the ACL lacks would fail every time: the waits end with it now.
-          if (error instanceof StorePermissionError) return this.#fail(error);
+          // again. A permission the ACL lacks, or a closed store, would fail every time: the waits end with it now.
+          if (isFinal(error)) return this.#fail(error);
           if (priming) this.#endPriming(new Map());
         },
       )
@@ -157,7 +157,7 @@ export class Room {
   }
 
   /** Ends every wait of this room with `error`. */
-  #fail(error: StorePermissionError): void {
+  #fail(error: StorePermissionError | ShutdownError): void {
     for (const waiter of [...this.#waiters.values()]) waiter.fail(error);
   }
 
@@ -186,6 +186,10 @@ export class Room {
     this.backupIn(grant.waiterLeaseMs);
   }
 }
+
+/** A store error that every later call would meet too: waiting on is pointless. */
+const isFinal = (error: unknown): error is StorePermissionError | ShutdownError =>
+  error instanceof StorePermissionError || error instanceof ShutdownError;
 
 /**
  * Why a waiter wakes: a grant announced with its fence (start at once if its

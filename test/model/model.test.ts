@@ -488,6 +488,10 @@ const localCommands = [
               until: w.time.now + waitMs,
               maxQueue,
               onGrant: (at, fence) => w.told.sem.push({ token, at, fence }),
+              // The model never closes its stores.
+              onClose: (error) => {
+                throw error;
+              },
             },
             tenantCall(c),
           ),
@@ -507,6 +511,9 @@ const localCommands = [
             until: w.time.now + waitMs,
             maxQueue: 0,
             onGrant: (at, fence) => w.told.lock.push({ token, at, fence }),
+            onClose: (error) => {
+              throw error;
+            },
           }),
       );
     }),

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { lock, redisStore, semaphore } from "../../src/index.js";
+import { lock, memoryStore, redisStore, ShutdownError, semaphore } from "../../src/index.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
+import { eventually } from "../support/stores.js";
 
 // Found by review (#13): redisStore's close() refused every later script call, the give-backs
 // included. An acquire sent before close() still answers with a lease (Redis took the permit),
@@ -46,5 +47,57 @@ describe("redisStore close() racing a call in flight", () => {
     await store.close();
     await slots.close({ graceMs: 0 });
     expect(await observer.semaphore.stats({ storeKey: `{${prefix}:k}` })).toMatchObject({ used: 0, holders: 0 });
+  });
+});
+
+// Found by the same review, fixed after it: a waiter queued when its store closes was not told.
+// Every refresh of its room failed with ShutdownError and was taken for a passing failure, so the
+// waiter sat out its whole waitMs and answered null (wait-timeout). A closed store answers nothing
+// any more: the room ends its waits with that error at the next refresh, and each waiter leaves the
+// queue (a leave still goes out after close).
+describe("redisStore close() with a waiter queued", () => {
+  it("ends the wait with ShutdownError long before waitMs, and leaves no waiter in Redis", async () => {
+    const store = redisStore(newRedis());
+    const observer = redisStore(newRedis());
+    const prefix = uniquePrefix("r3closew");
+    const storeKey = `{${prefix}:k}`;
+    const slots = semaphore({ client: store, limit: 1, prefix });
+    const holder = await slots.acquire("k", { leaseMs: 60_000 });
+    expect(holder).not.toBeNull();
+    const waiting = slots.acquire("k", { waitMs: 60_000 });
+    const outcome = waiting.then(
+      (lease) => ({ lease }),
+      (error: unknown) => ({ error }),
+    );
+    await eventually(async () => (await observer.semaphore.stats({ storeKey })).waiting === 1);
+    await store.close();
+    const ended = await outcome;
+    expect("error" in ended && ended.error).toBeInstanceOf(ShutdownError);
+    await eventually(async () => (await observer.semaphore.stats({ storeKey })).waiting === 0);
+    expect(await holder?.release()).toBe(true);
+    expect(await observer.semaphore.stats({ storeKey })).toMatchObject({ used: 0, holders: 0, waiting: 0 });
+  });
+});
+
+// The embedded store's counterpart: a waiter of this process queued when memoryStore().close()
+// runs used to re-check the emptied store every millisecond until its waitMs ended (then null).
+// Its store now tells it, from inside close().
+describe("memoryStore close() with a waiter queued", () => {
+  it("ends a semaphore's and a lock's waits with ShutdownError from inside close()", async () => {
+    const store = memoryStore();
+    const slots = semaphore({ client: store, limit: 1 });
+    const locks = lock({ client: store });
+    expect(await slots.acquire("k", { leaseMs: 60_000 })).not.toBeNull();
+    expect(await locks.acquire("l", { ttlMs: 60_000 })).not.toBeNull();
+    const outcomes = [slots.acquire("k", { waitMs: 60_000 }), locks.acquire("l", { waitMs: 60_000 })].map((waiting) =>
+      waiting.then(
+        (lease) => ({ lease }),
+        (error: unknown) => ({ error }),
+      ),
+    );
+    expect((await slots.stats("k")).waiting).toBe(1);
+    await store.close();
+    const ended = await Promise.all(outcomes);
+    for (const outcome of ended) expect("error" in outcome && outcome.error).toBeInstanceOf(ShutdownError);
   });
 });

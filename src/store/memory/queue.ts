@@ -25,6 +25,8 @@ export interface LocalWaiter {
   leaseMs: number;
   /** Called (synchronously, from the call that freed the permit) with the grant's time and fence; it must only resolve a promise. */
   onGrant(at: number, fence: number): void;
+  /** Called when the store closes while it waits (nothing will free a permit for it any more); it must only reject a promise. */
+  onClose(error: Error): void;
 }
 
 /** What a local wait joins with: the wait's end stands for the waiter lease. */
@@ -79,7 +81,7 @@ export function queueWaiter(
     limit,
     tenantLimit,
     expiresAt: local !== undefined ? local.until : expiresAt,
-    local: local !== undefined ? { leaseMs: local.leaseMs, onGrant: local.onGrant } : undefined,
+    local: local !== undefined ? { leaseMs: local.leaseMs, onGrant: local.onGrant, onClose: local.onClose } : undefined,
   };
 }
 

@@ -15,7 +15,7 @@ import type { MemoryClock } from "./clock.js";
 import type { SemaphoreState } from "./holders.js";
 import type { LocalStore } from "./local.js";
 import { lockAcquire, lockExtend, lockInspect, lockPrimitive, lockState, lockStats } from "./lock.js";
-import type { LocalJoin } from "./queue.js";
+import type { LocalJoin, LocalWaiter } from "./queue.js";
 import {
   semaphoreAcquire,
   semaphoreExtend,
@@ -70,14 +70,18 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
    */
   close(): Promise<void> {
     if (this.#closing === undefined) {
+      const waiting: LocalWaiter[] = [];
       for (const state of [...this.#semaphores.values(), ...this.#locks.values()]) {
         if (state.cleanup !== undefined) this.clock.clearTimeout(state.cleanup);
         state.cleanup = undefined;
+        for (const waiter of state.queue.waiters.values()) if (waiter.local !== undefined) waiting.push(waiter.local);
       }
       this.#semaphores.clear();
       this.#locks.clear();
       this.#watchers.clear();
       this.#closing = Promise.resolve();
+      // Nothing will free a permit for them any more: their waits end now, not at their waitMs.
+      for (const local of waiting) local.onClose(new ShutdownError(this.kind));
     }
     return this.#closing;
   }
