@@ -2,7 +2,7 @@ import { breakerOf } from "./breaker.js";
 import { WAITER_LEASE_MS } from "./defaults.js";
 import { LeaseholdError, StorePermissionError, StoreUnavailableError } from "./errors.js";
 import { channels, type StoreErrorEvent, type Subject } from "./events.js";
-import { isMemoryStore } from "./store/memory.js";
+import { answersInProcess } from "./store/shape.js";
 import { type AcquireReply, declaredMs, declaredTimeoutMs, type QueueOptions, type Store } from "./store/types.js";
 import { isAcquireReply } from "./store-replies.js";
 
@@ -13,7 +13,7 @@ import { isAcquireReply } from "./store-replies.js";
  * declared 0 is what `declaredTimeoutMs` takes as "none" (the 2000 ms default).
  */
 function timeoutOf(store: Store): number | undefined {
-  return isMemoryStore(store) ? undefined : declaredTimeoutMs(store);
+  return answersInProcess(store) ? undefined : declaredTimeoutMs(store);
 }
 
 /** The store's waiter lease (see `QueueOptions.waiterLeaseMs`), or the default. */

@@ -58,3 +58,16 @@ export function refuseIncompleteStore(value: unknown): void {
       'See "A store of your own" in docs/clients.md.',
   );
 }
+
+/**
+ * Set by the embedded store on itself (not enumerable), pointing at itself. A wrapper does not
+ * carry it: a spread copies no non-enumerable field, and `Object.create(store)` inherits a brand
+ * that points at another object. Its own `timeoutMs: 0` is inherited by both, which is why the
+ * declared figure alone cannot say "never hangs".
+ */
+export const IN_PROCESS: unique symbol = Symbol("leasehold.inProcess");
+
+/** Whether `store` is the embedded store itself, which answers in this process and never hangs (not a wrapper of it). */
+export function answersInProcess(store: Store): boolean {
+  return (store as { [IN_PROCESS]?: unknown })[IN_PROCESS] === store;
+}

@@ -1,6 +1,7 @@
 import { ShutdownError } from "../../errors.js";
 import type * as calls from "../calls.js";
 import { GroupedStore, type Kind } from "../grouped.js";
+import { IN_PROCESS } from "../shape.js";
 import type {
   AcquireReply,
   Grant,
@@ -53,6 +54,7 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
     readonly clock: MemoryClock,
   ) {
     super();
+    Object.defineProperty(this, IN_PROCESS, { value: this });
     this.#env = { clock, announce: (key, grant) => this.#announce(key, grant) };
     // A wrapper made with Object.create(store) calls the methods it does not override with itself as
     // `this`, which has none of the #private state: they are bound to the store once, here.
