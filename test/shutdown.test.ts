@@ -1,9 +1,8 @@
-import type { Redis } from "ioredis";
 import { createClient } from "redis";
 import { afterEach, describe, expect, it } from "vitest";
 import { lock, redisStore, semaphore } from "../src/index.js";
 import { exitOf, killChildren, spawnChild } from "./support/child.js";
-import { newRedis, redisUrl, uniquePrefix } from "./support/redis.js";
+import { newRedis, redisUrl, uniquePrefix, watchDuplicates } from "./support/redis.js";
 import { eventually } from "./support/stores.js";
 
 afterEach(() => killChildren());
@@ -69,13 +68,7 @@ describe("the connections leasehold opens for itself", () => {
     const name = uniquePrefix("conn");
     const client = newRedis(redisUrl(), { connectionName: name });
     // The connections leasehold duplicates from yours, to see them end.
-    const duplicates: Redis[] = [];
-    const duplicate = client.duplicate.bind(client);
-    client.duplicate = (...args) => {
-      const made = duplicate(...args);
-      duplicates.push(made);
-      return made;
-    };
+    const duplicates = watchDuplicates(client);
     const prefix = uniquePrefix();
     const first = semaphore(client, { limit: 1, prefix });
     const second = lock(client, { prefix });

@@ -1,26 +1,13 @@
-import type { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { memoryStore, redisStore, ShutdownError, semaphore, ValidationError } from "../src/index.js";
 import { processClock } from "../src/store/memory/clock.js";
 import { createMemoryStore } from "../src/store/memory.js";
-import { newRedis, uniquePrefix } from "./support/redis.js";
-
-/** An ioredis client whose duplicates (the subscriber a store opens for itself) the test can see. */
-function watchedClient(): { client: Redis; duplicates: Redis[] } {
-  const client = newRedis();
-  const duplicates: Redis[] = [];
-  const duplicate = client.duplicate.bind(client);
-  client.duplicate = (...args) => {
-    const made = duplicate(...args);
-    duplicates.push(made);
-    return made;
-  };
-  return { client, duplicates };
-}
+import { newRedis, uniquePrefix, watchDuplicates } from "./support/redis.js";
 
 describe("store.close()", () => {
   it("the Redis store ends the subscriber it opened, not your client; idempotent; later calls are refused", async () => {
-    const { client, duplicates } = watchedClient();
+    const client = newRedis();
+    const duplicates = watchDuplicates(client);
     const store = redisStore(client);
     const key = `{${uniquePrefix()}:k}`;
     const stop = await store.watch({ storeKey: key, onGrant: () => {} });

@@ -67,3 +67,15 @@ afterAll(async () => {
 export function uniquePrefix(label = "t"): string {
   return `${label}-${Math.random().toString(36).slice(2, 10)}`;
 }
+
+/** The connections leasehold duplicates from `client` (the subscriber a store opens for itself), so that a test can see them end. */
+export function watchDuplicates(client: Redis): Redis[] {
+  const duplicates: Redis[] = [];
+  const duplicate = client.duplicate.bind(client);
+  client.duplicate = (...args) => {
+    const made = duplicate(...args);
+    duplicates.push(made);
+    return made;
+  };
+  return duplicates;
+}
