@@ -38,12 +38,15 @@ end
 --!include lib/grant.lua
 --!include lib/settle.lua
 
+marks_seed(marks)
 tenants_ready(now)
 holders_prune(now)
+local limitSet = false
 if redis.call('EXISTS', queue) == 1 then
   queue_prune(now)
   -- This caller's limit is now the id's limit as the store knows it, for the grants below.
   redis.call('HSET', meta, '~l', ARGV[2])
+  limitSet = true
   grant(now)
 end
 
@@ -73,7 +76,8 @@ else
     local ends = now + claim
     if claim == 0 then ends = now + 1 end
     queue_join(token, ARGV[3], ARGV[2], ARGV[7], ends)
-    redis.call('HSET', meta, '~l', ARGV[2])
+    -- Unless set above (only settle deletes meta, at the end).
+    if not limitSet then redis.call('HSET', meta, '~l', ARGV[2]) end
     local _, fence = grant(now, token, lease)
     if fence then
       reply = {1, 0, 0, fence}

@@ -5,9 +5,9 @@
 -- its own keeps the last one (no key outlives an idle id): it lives in the id's keys, and they are
 -- kept until the clock has passed it, `fence_keep` (a key lives while now <= its PEXPIREAT, so at
 -- floor(f / 1000) + 1 it is gone only once now_us > f). Once they are gone, the clock alone is ahead
--- of every fence given. A fence is written as a whole number ('%.0f': tostring would print 1.7e+15).
+-- of every fence given. A fence is written as a whole number ('%d': tostring would print 1.7e+15).
 local function fence_text(f)
-  return string.format('%.0f', f)
+  return string.format('%d', f)
 end
 
 local function fence_keep(f)

@@ -26,21 +26,24 @@ local function grant(now, self, selfLease)
   local reserved = nil
   local selfFence = nil
   while true do
+    -- Every permit of the id taken: no waiter fits (each weighs at least 1 and is held to the id's
+    -- limit), so the grants stop before reading the queue. Parking skipped here changes no outcome.
+    if idLimit and used >= idLimit then break end
     local turn = redis.call('ZRANGE', turns, 0, 0, 'WITHSCORES')
     -- None left, or only parked tenants: all at their caps.
     if not turn[1] or tonumber(turn[2]) >= TURN_PARKED then break end
     local tenant, tag = turn[1], tonumber(turn[2])
     local head = queue_head(tenant)
-    local w, own, cap = queue_info(head)
+    local w, own, cap, ticket = queue_info(head)
     if tenant ~= '' and cap > 0 and tenant_used(tenant) + w > cap then
       redis.call('ZADD', turns, string.format('%.0f', tag + TURN_PARKED), tenant)
     elseif used + w > math.min(own, idLimit or own) then
       break
     else
       local ends = tonumber(redis.call('ZSCORE', expiry, head))
-      queue_drop(head)
+      local lineLeft = queue_drop(head, ticket)
       redis.call('HSET', meta, '~v', tag)
-      if redis.call('ZSCORE', turns, tenant) then redis.call('ZADD', turns, tag + 1, tenant) end
+      if lineLeft then redis.call('ZADD', turns, tag + 1, tenant) end
       local fence = fence_next()
       if head == self then
         holders_add(head, w, now + selfLease)

@@ -10,6 +10,55 @@
 -- '~h<record>', the id's typical hold (lib/hold.lua).
 -- Lapsed leases are pruned from '(-inf', a range that never takes a marker.
 
+-- The markers, read once per call and kept in step with every marker this call writes: the full
+-- path asks for them at many steps (the last fence, the typical hold, '~t', the permits held), and
+-- each step read them again with its own ZRANGEBYSCORE. `known_marks` maps '~' and '~t' to true and
+-- 'f'/'h' to the fence's and the typical hold's markers; `n` counts the markers (holders_used).
+-- Every marker write of the full path goes through mark_set, mark_clear and mark_move.
+local known_marks = nil
+
+-- Takes `list`, the markers as a ZRANGEBYSCORE of -inf just read, as the cache (a script that read them already).
+local function marks_seed(list)
+  known_marks = { n = #list }
+  for i = 1, #list do
+    local mark = list[i]
+    local kind = string.sub(mark, 1, 2)
+    if kind == '~f' then known_marks.f = mark elseif kind == '~h' then known_marks.h = mark else known_marks[mark] = true end
+  end
+end
+
+local function marks_now()
+  if not known_marks then marks_seed(redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')) end
+  return known_marks
+end
+
+-- Sets the marker '~' or '~t'.
+local function mark_set(mark)
+  local m = marks_now()
+  if m[mark] then return end
+  redis.call('ZADD', holders, '-inf', mark)
+  m[mark], m.n = true, m.n + 1
+end
+
+-- Clears the marker '~' or '~t'.
+local function mark_clear(mark)
+  local m = marks_now()
+  if not m[mark] then return end
+  redis.call('ZREM', holders, mark)
+  m[mark], m.n = nil, m.n - 1
+end
+
+-- Moves the one marker of its kind ('f': the fence's, 'h': the typical hold's) to `mark`: added
+-- before the old one goes, so the set never empties (an emptied key would vanish with its expiry).
+local function mark_move(kind, mark)
+  local m = marks_now()
+  local old = m[kind]
+  if old == mark then return end
+  redis.call('ZADD', holders, '-inf', mark)
+  if old then redis.call('ZREM', holders, old) else m.n = m.n + 1 end
+  m[kind] = mark
+end
+
 -- The tenant of a member or token: what follows its first '@' ('' for none).
 local function tenant_of(member)
   local at = string.find(member, '@', 1, true)
@@ -32,13 +81,13 @@ end
 
 -- The tenant index is there (rebuilt from the live holders if it was evicted apart from them).
 local function tenants_ready(now)
-  if not tenants or not redis.call('ZSCORE', holders, '~t') or redis.call('EXISTS', tenants) == 1 then return end
+  if not tenants or not marks_now()['~t'] or redis.call('EXISTS', tenants) == 1 then return end
   local live = redis.call('ZRANGEBYSCORE', holders, '(-inf', '+inf')
   for i = 1, #live do
     local tenant = tenant_of(live[i])
     if tenant ~= '' then redis.call('ZINCRBY', tenants, 1, tenant) end
   end
-  if redis.call('EXISTS', tenants) == 0 then redis.call('ZREM', holders, '~t') end
+  if redis.call('EXISTS', tenants) == 0 then mark_clear('~t') end
 end
 
 -- Permits held by a tenant.
@@ -62,7 +111,7 @@ local function tenants_add(tenant, permits)
   if tenant == '' or not tenants then return end
   if tonumber(redis.call('ZINCRBY', tenants, permits, tenant)) <= 0 then redis.call('ZREM', tenants, tenant) end
   if permits > 0 then
-    redis.call('ZADD', holders, '-inf', '~t')
+    mark_set('~t')
   elseif turns then
     tenant_unpark(tenant)
   end
@@ -70,7 +119,7 @@ end
 
 -- Lapsed leases are reclaimed here rather than by a sweeper.
 local function holders_prune(now)
-  if tenants and redis.call('ZSCORE', holders, '~t') then
+  if tenants and marks_now()['~t'] then
     tenants_ready(now)
     local lapsed = redis.call('ZRANGEBYSCORE', holders, '(-inf', now)
     for i = 1, #lapsed do tenants_add(tenant_of(lapsed[i]), -1) end
@@ -80,7 +129,7 @@ end
 
 -- Permits held, lapsed or not (the caller prunes first when it matters).
 local function holders_used()
-  return redis.call('ZCARD', holders) - redis.call('ZCOUNT', holders, '-inf', '-inf')
+  return redis.call('ZCARD', holders) - marks_now().n
 end
 
 local function holders_add(token, weight, ends)
@@ -127,29 +176,22 @@ end
 
 -- The last fence granted on the id and its marker; 0 (and nil) when none is kept.
 local function fence_last()
-  local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')
-  for i = 1, #marks do
-    if string.sub(marks[i], 1, 2) == '~f' then return tonumber(string.sub(marks[i], 3)), marks[i] end
-  end
+  local mark = marks_now().f
+  if mark then return tonumber(string.sub(mark, 3)), mark end
   return 0, nil
 end
 
--- The fence of a grant made now; the marker moves on to it (added before the old one goes, so
--- the set never empties: an emptied key would vanish with its expiry).
+-- The fence of a grant made now; the marker moves on to it.
 local function fence_next()
-  local last, marker = fence_last()
-  local f = math.max(last + 1, now_us)
-  redis.call('ZADD', holders, '-inf', '~f' .. fence_text(f))
-  if marker then redis.call('ZREM', holders, marker) end
+  local f = math.max(fence_last() + 1, now_us)
+  mark_move('f', '~f' .. fence_text(f))
   return f
 end
 
 -- The typical hold's record (lib/hold.lua) and its marker; nil when there is none.
 local function hold_last()
-  local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')
-  for i = 1, #marks do
-    if string.sub(marks[i], 1, 2) == '~h' then return string.sub(marks[i], 3), marks[i] end
-  end
+  local mark = marks_now().h
+  if mark then return string.sub(mark, 3), mark end
   return nil, nil
 end
 
@@ -163,11 +205,9 @@ end
 -- Folds the hold of a live lease that ended at `ends` into the record (lib/hold.lua), moving its
 -- marker (added before the old one goes: the set never empties).
 local function hold_add(now, ends, held)
-  local record, marked = hold_last()
+  local record = hold_last()
   local avg, upto = string.match(record or '', '^(%d+):(%d+)$')
   avg, upto = tonumber(avg), tonumber(upto)
 --!include lib/hold.lua
-  local mark = string.format('~h%d:%d', avg, upto)
-  redis.call('ZADD', holders, '-inf', mark)
-  if marked and marked ~= mark then redis.call('ZREM', holders, marked) end
+  mark_move('h', string.format('~h%d:%d', avg, upto))
 end

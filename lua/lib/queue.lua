@@ -24,10 +24,12 @@ local function queue_info(token)
   return tonumber(w) or 1, tonumber(l) or 1, tonumber(t) or 0, tonumber(n)
 end
 
-local function queue_drop(token)
+-- Drops a waiter (`ticket`, when the caller has just read it: one HGET less). Returns whether its
+-- tenant still has waiters, and so a turn (with turns; nil without).
+local function queue_drop(token, ticket)
   local at = string.find(token, '@', 1, true)
   local tenant = at and string.sub(token, at + 1) or ''
-  local _, _, _, ticket = queue_info(token)
+  if not ticket then ticket = select(4, queue_info(token)) end
   if ticket then
     redis.call('ZREM', queue, queue_member(tenant, ticket, token))
   else
@@ -44,10 +46,12 @@ local function queue_drop(token)
     local from, to = queue_tenant(tenant)
     if redis.call('ZLEXCOUNT', queue, from, to) == 0 then
       redis.call('ZREM', turns, tenant)
-    else
-      -- Its first waiter may have changed (another weight, another cap): it may fit now.
-      tenant_unpark(tenant)
+      return false
     end
+    -- Its first waiter may have changed (another weight, another cap): it may fit now. (The tenant
+    -- '' has no cap, so it is never parked.)
+    if tenant ~= '' then tenant_unpark(tenant) end
+    return true
   end
 end
 

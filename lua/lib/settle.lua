@@ -23,28 +23,32 @@ local function settle(now)
       -- Nothing is live, but the clock has not passed the last fence yet, or the typical hold
       -- still counts: they stay, alone, until then.
       redis.call('ZREMRANGEBYSCORE', holders, '(-inf', '+inf')
-      redis.call('ZREM', holders, '~', '~t')
+      mark_clear('~')
+      mark_clear('~t')
       redis.call('PEXPIREAT', holders, keep)
     else
       redis.call('DEL', holders)
+      known_marks = { n = 0 }
     end
     return 0
   end
   local at = latest + 1
+  -- Written once as an integer ('%d'): a number handed to redis.call is printed as a float each time.
+  local atText = string.format('%d', at)
   if waiters then
-    redis.call('ZADD', holders, '-inf', '~')
-    redis.call('PEXPIREAT', meta, at)
-    redis.call('PEXPIREAT', queue, at)
-    redis.call('PEXPIREAT', expiry, at)
-    redis.call('PEXPIREAT', turns, at)
+    mark_set('~')
+    redis.call('PEXPIREAT', meta, atText)
+    redis.call('PEXPIREAT', queue, atText)
+    redis.call('PEXPIREAT', expiry, atText)
+    redis.call('PEXPIREAT', turns, atText)
   else
-    redis.call('ZREM', holders, '~')
+    mark_clear('~')
     redis.call('DEL', meta, queue, expiry, turns)
   end
   if redis.call('EXISTS', tenants) == 1 then
-    redis.call('PEXPIREAT', tenants, at)
+    redis.call('PEXPIREAT', tenants, atText)
   else
-    redis.call('ZREM', holders, '~t')
+    mark_clear('~t')
   end
   redis.call('PEXPIREAT', holders, math.max(at, fence_keep(fence), counting or 0))
   if waiters then return 1 end
