@@ -48,6 +48,9 @@ export class LeaseHandle implements Lease {
    */
   kept = false;
   #watch: Due | undefined;
+  /** A handed-off grant's confirming extend, waiting for its time; and whether none has landed yet. */
+  #confirming: Due | undefined;
+  #unconfirmed = false;
   /** Why the holder was asked to stop while the lease is still held (its factory is closing). */
   #interrupted: Error | undefined;
   #onInterrupt: ((reason: Error) => void)[] | undefined;
@@ -65,11 +68,7 @@ export class LeaseHandle implements Lease {
   readonly leaseMs: number;
   readonly waitedMs: number;
 
-  /**
-   * `had.until`, for a lease handed off from the queue without a claim: the
-   * grant's reservation is known to last until then at least; the lease is
-   * confirmed now, in the background, with an extend to a full lease.
-   */
+  /** `had.until`: a grant handed off without a claim, reserved until then at least (see `#confirmLater`). */
   constructor(call: LeaseCall, had: Acquired) {
     this.#call = call;
     this.key = call.id;
@@ -82,30 +81,34 @@ export class LeaseHandle implements Lease {
       this.deadline = had.sentAt + call.leaseMs - CLOCK_GRAIN_MS;
     } else {
       this.deadline = had.until;
-      this.#confirm();
+      this.#unconfirmed = true;
+      this.#confirmLater();
     }
   }
 
   /**
-   * Turns a handed-off grant into a full lease: extends until the store
-   * answers, retrying a failed round trip while the reservation lasts. "Not
-   * ours" is a loss (told through the signal, as any); a reservation that
-   * runs out unconfirmed is one too, so a holder is never left working past
-   * it untold, with `run` or without.
+   * Turns a handed-off grant into a full lease with an extend, sent halfway to
+   * the end of its reservation rather than at once: most bodies end sooner,
+   * and their release makes it needless (one round trip of three per
+   * contended hand-off). The rest of the reservation is left for the extend
+   * to land, retried while it lasts. "Not ours" is a loss (told through the
+   * signal, as any); so is a reservation that runs out unconfirmed, so a
+   * holder is never left working past it untold, with `run` or without.
    */
+  #confirmLater(): void {
+    const now = performance.now();
+    this.#confirming = backgroundTimers.at(now + Math.max(0, this.deadline - now) / 2, () => {
+      this.#confirming = undefined;
+      this.#confirm();
+    });
+  }
+
   #confirm(): void {
-    this.extend().then(
-      () => {},
-      () => {
-        const left = this.deadline - performance.now();
-        if (this.#released || this.#lost !== undefined) return;
-        if (left <= 0) {
-          this.lose();
-          return;
-        }
-        setTimeout(() => (performance.now() >= this.deadline ? this.lose() : this.#confirm()), Math.min(left, 100)).unref();
-      },
-    );
+    // A release in flight gives the permit back (one the store does not answer arms this again).
+    if (this.#released || this.#lost !== undefined) return;
+    const left = this.deadline - performance.now();
+    if (left <= 0) this.lose();
+    else this.extend().catch(() => setTimeout(() => this.#confirm(), Math.min(left, 100)).unref());
   }
 
   async extend(ms: number = this.leaseMs): Promise<boolean> {
@@ -122,8 +125,10 @@ export class LeaseHandle implements Lease {
           isFlag,
           this.#call.subject,
         );
-    if (ours) this.deadline = sentAt + ms - CLOCK_GRAIN_MS;
-    else this.lose();
+    if (ours) {
+      this.deadline = sentAt + ms - CLOCK_GRAIN_MS;
+      this.#unconfirmed = false;
+    } else this.lose();
     return ours;
   }
 
@@ -167,6 +172,7 @@ export class LeaseHandle implements Lease {
       // The store did not answer: the lease may still be held, so a retry must be possible.
       this.#released = false;
       this.#releasing = undefined;
+      if (this.#unconfirmed && this.#confirming === undefined && this.#lost === undefined) this.#confirmLater();
       throw error;
     }
     return this.#answered(ours);
@@ -180,9 +186,11 @@ export class LeaseHandle implements Lease {
   /** What follows the store's answer to a release: the event, and a loss if it was not ours. */
   #answered(ours: boolean): boolean {
     this.owner?.released(this);
-    // Given back: nothing to watch any more.
+    // Given back: nothing to watch or confirm any more.
     backgroundTimers.cancel(this.#watch);
     this.#watch = undefined;
+    backgroundTimers.cancel(this.#confirming);
+    this.#confirming = undefined;
     if (channels.released.hasSubscribers) {
       const { subject, weight } = this.#call;
       channels.released.publish({

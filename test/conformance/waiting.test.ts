@@ -333,8 +333,9 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     await expect(slots.acquire("k", { maxQueue: 0 })).rejects.toMatchObject({ option: "maxQueue" });
   });
 
-  it("a granted waiter starts without a claim round trip, and an extend confirms its full lease", async () => {
-    const { store, calls } = setup(60_000);
+  it("a granted waiter starts without a claim round trip, and an extend confirms its full lease halfway through the reservation", async () => {
+    // A waiter lease of 3 s: the grant is reserved for about that long, and confirmed about halfway.
+    const { store, calls } = setup(3_000);
     const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix(), leaseMs: 30_000 });
     const holder = await slots.acquire("k");
     const started = gate();
@@ -353,9 +354,26 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     await started.opened;
     // The join was the waiter's only acquire: the grant's announcement started it.
     expect(calls.semaphoreAcquire).toBe(2);
+    // Not confirmed at once: a body that ends soon gives the permit back without the extend.
+    expect(calls.semaphoreExtend).toBe(0);
     await eventually(() => calls.semaphoreExtend === 1);
     finish.open();
     expect(await waiter).toBe(false);
+    expect(await slots.count("k")).toBe(0);
+  });
+
+  it("a handed-off lease given back before its confirmation costs no extend", async () => {
+    const { store, calls } = setup(60_000);
+    const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix(), leaseMs: 30_000 });
+    const holder = await slots.acquire("k");
+    const waiter = slots.run("k", async (lease) => lease.fence, { waitMs: 10_000 });
+    await eventually(() => calls.semaphoreAcquire === 2);
+    await holder?.release();
+    expect(typeof (await waiter)).toBe("number");
+    // The join, the holder's release and the waiter's: nothing else went to the store for the lease.
+    expect(calls.semaphoreAcquire).toBe(2);
+    expect(calls.semaphoreExtend).toBe(0);
+    expect(calls.semaphoreRelease).toBe(2);
     expect(await slots.count("k")).toBe(0);
   });
 
@@ -390,7 +408,8 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
   });
 
   it("a handed-off lease whose grant is gone is lost, and told, at its confirmation", async () => {
-    const { store } = setup(60_000);
+    // A waiter lease of 3 s: the confirmation comes about halfway through the reservation.
+    const { store } = setup(3_000);
     const prefix = uniquePrefix();
     const slots = semaphore({ client: store, limit: 1, prefix, leaseMs: 30_000 });
     const holder = await slots.acquire("k");
