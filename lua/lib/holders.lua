@@ -4,11 +4,12 @@
 -- '<random>' or '<random>@<tenant>' (random: base64url, no '@' or '~'); a holder of weight w is its
 -- token plus '<random>~2[@<tenant>]' .. '<random>~w[@<tenant>]', all at one score, so permits used =
 -- members, and no other key ever has to be read (or could be evicted apart) to know them.
--- Markers sit at score -inf: '~' while waiters exist (see settle.lua), '~t' while tenant holders
--- exist (the index `tenants`, tenant -> permits held, is then kept, and rebuilt from the holders if
--- it was lost), '~f<fence>', the last fence granted (see lib/fence.lua, included before this), and
--- '~h<record>', the id's typical hold (lib/hold.lua).
--- Lapsed leases are pruned from '(-inf', a range that never takes a marker.
+-- Markers sit at negative scores, lease ends at positive ones: at -inf, '~' while waiters exist (see
+-- settle.lua), '~t' while tenant holders exist (the index `tenants`, tenant -> permits held, is then
+-- kept, and rebuilt from the holders if it was lost) and '~h<record>', the id's typical hold
+-- (lib/hold.lua); '~f' at minus the last fence granted (see lib/fence.lua, included before this:
+-- one ZADD moves it on). Earlier builds kept the fence as '~f<fence>' at -inf: read, and removed.
+-- Holders are ranged from '0', a bound no marker reaches.
 
 -- The tenant of a member or token: what follows its first '@' ('' for none).
 local function tenant_of(member)
@@ -33,7 +34,7 @@ end
 -- The tenant index is there (rebuilt from the live holders if it was evicted apart from them).
 local function tenants_ready(now)
   if not tenants or not redis.call('ZSCORE', holders, '~t') or redis.call('EXISTS', tenants) == 1 then return end
-  local live = redis.call('ZRANGEBYSCORE', holders, '(-inf', '+inf')
+  local live = redis.call('ZRANGEBYSCORE', holders, '0', '+inf')
   for i = 1, #live do
     local tenant = tenant_of(live[i])
     if tenant ~= '' then redis.call('ZINCRBY', tenants, 1, tenant) end
@@ -72,15 +73,15 @@ end
 local function holders_prune(now)
   if tenants and redis.call('ZSCORE', holders, '~t') then
     tenants_ready(now)
-    local lapsed = redis.call('ZRANGEBYSCORE', holders, '(-inf', now)
+    local lapsed = redis.call('ZRANGEBYSCORE', holders, '0', now)
     for i = 1, #lapsed do tenants_add(tenant_of(lapsed[i]), -1) end
   end
-  redis.call('ZREMRANGEBYSCORE', holders, '(-inf', now)
+  redis.call('ZREMRANGEBYSCORE', holders, '0', now)
 end
 
 -- Permits held, lapsed or not (the caller prunes first when it matters).
 local function holders_used()
-  return redis.call('ZCARD', holders) - redis.call('ZCOUNT', holders, '-inf', '-inf')
+  return redis.call('ZCOUNT', holders, '0', '+inf')
 end
 
 local function holders_add(token, weight, ends)
@@ -107,13 +108,13 @@ end
 -- Ms until the nearest lease (of `tenant`, when given) ends: when a permit frees at the latest.
 local function holders_next(now, tenant)
   if tenant and tenant ~= '' then
-    local live = redis.call('ZRANGEBYSCORE', holders, '(-inf', '+inf', 'WITHSCORES')
+    local live = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES')
     for i = 1, #live, 2 do
       if tenant_of(live[i]) == tenant then return math.max(1, tonumber(live[i + 1]) - now) end
     end
     return 1
   end
-  local first = redis.call('ZRANGEBYSCORE', holders, '(-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  local first = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
   if first[2] then return math.max(1, tonumber(first[2]) - now) end
   return 1
 end
@@ -121,26 +122,30 @@ end
 -- The latest lease end among holders, or nil.
 local function holders_latest()
   local last = redis.call('ZRANGE', holders, -1, -1, 'WITHSCORES')
-  if last[2] and tonumber(last[2]) ~= -math.huge then return tonumber(last[2]) end
+  if last[2] and tonumber(last[2]) > 0 then return tonumber(last[2]) end
   return nil
 end
 
--- The last fence granted on the id and its marker; 0 (and nil) when none is kept.
+-- The last fence granted on the id (0 when none is kept), and an old-style marker, if one is left.
 local function fence_last()
-  local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')
-  for i = 1, #marks do
-    if string.sub(marks[i], 1, 2) == '~f' then return tonumber(string.sub(marks[i], 3)), marks[i] end
+  local last = -(tonumber(redis.call('ZSCORE', holders, '~f')) or 0)
+  local legacy = nil
+  for _, mark in ipairs(redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')) do
+    if string.sub(mark, 1, 2) == '~f' then
+      legacy = mark
+      if tonumber(string.sub(mark, 3)) > last then last = tonumber(string.sub(mark, 3)) end
+    end
   end
-  return 0, nil
+  return last, legacy
 end
 
--- The fence of a grant made now; the marker moves on to it (added before the old one goes, so
--- the set never empties: an emptied key would vanish with its expiry).
+-- The fence of a grant made now; the marker's score moves on to it (the member stays: the set
+-- never empties, and an emptied key would vanish with its expiry).
 local function fence_next()
-  local last, marker = fence_last()
+  local last, legacy = fence_last()
   local f = math.max(last + 1, now_us)
-  redis.call('ZADD', holders, '-inf', '~f' .. fence_text(f))
-  if marker then redis.call('ZREM', holders, marker) end
+  redis.call('ZADD', holders, fence_text(-f), '~f')
+  if legacy then redis.call('ZREM', holders, legacy) end
   return f
 end
 

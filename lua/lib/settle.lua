@@ -22,7 +22,7 @@ local function settle(now)
     if keep then
       -- Nothing is live, but the clock has not passed the last fence yet, or the typical hold
       -- still counts: they stay, alone, until then.
-      redis.call('ZREMRANGEBYSCORE', holders, '(-inf', '+inf')
+      redis.call('ZREMRANGEBYSCORE', holders, '0', '+inf')
       redis.call('ZREM', holders, '~', '~t')
       redis.call('PEXPIREAT', holders, keep)
     else
