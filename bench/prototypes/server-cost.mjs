@@ -41,7 +41,18 @@ async function count(n) {
   const out = join(tmpdir(), `server-cost-${process.pid}-${n}.out`);
   const server = spawn(
     "valgrind",
-    ["--tool=callgrind", `--callgrind-out-file=${out}`, ...(whole ? [] : ONLY_REQUESTS), "redis-server", "--port", String(port), "--save", "", "--appendonly", "no"],
+    [
+      "--tool=callgrind",
+      `--callgrind-out-file=${out}`,
+      ...(whole ? [] : ONLY_REQUESTS),
+      "redis-server",
+      "--port",
+      String(port),
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+    ],
     { stdio: "ignore" },
   );
   const exited = new Promise((done) => server.on("exit", done));
