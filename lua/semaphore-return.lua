@@ -19,36 +19,40 @@ local avg, upto, parsed, wrote = nil, nil, false, false
 local present = redis.call('ZCARD', holders) - nmarks
 local out = {}
 for i = 1, #ARGV, 3 do
-  -- Strings compared where no arithmetic needs the number (each tonumber is a strtod).
+  -- Strings compared where no arithmetic needs the number (tonumber parses a string twice).
   local token, weight, held = ARGV[i], 1, -1
   if ARGV[i + 1] ~= '1' then weight = tonumber(ARGV[i + 1]) end
   if ARGV[i + 2] ~= '-1' then held = tonumber(ARGV[i + 2]) end
   local score = redis.call('ZSCORE', holders, token)
   if score then
     local sign = string.find(token, '@', 1, true)
-    local base, suffix = token, ''
-    if sign then base, suffix = string.sub(token, 1, sign - 1), string.sub(token, sign) end
-    local members = { token }
-    for w = 2, weight do members[#members + 1] = base .. '~' .. w .. suffix end
     -- The last of them, and the clock has passed the last fence (lib/fence.lua): its marker goes in
     -- the same ZREM (and an old-style one).
     local gone = (fenced or legacy) and present == weight and last < now_us
-    if gone then
-      if fenced then members[#members + 1] = '~f' end
-      if legacy then members[#members + 1] = legacy end
+    local removed
+    if weight == 1 and not legacy then
+      -- The common case, without building a table for unpack.
+      if gone then removed = redis.call('ZREM', holders, token, '~f') - 1 else removed = redis.call('ZREM', holders, token) end
+    else
+      local base, suffix = token, ''
+      if sign then base, suffix = string.sub(token, 1, sign - 1), string.sub(token, sign) end
+      local members = { token }
+      for w = 2, weight do members[#members + 1] = base .. '~' .. w .. suffix end
+      if gone then
+        if fenced then members[#members + 1] = '~f' end
+        if legacy then members[#members + 1] = legacy end
+      end
+      removed = redis.call('ZREM', holders, unpack(members))
+      if gone then removed = removed - #members + weight end
     end
-    local removed = redis.call('ZREM', holders, unpack(members))
-    if gone then
-      removed = removed - #members + weight
-      fenced, legacy = false, nil
-    end
+    if gone then fenced, legacy = false, nil end
     present = present - removed
     if sign and tenants then
       local tenant = string.sub(token, sign + 1)
       if tonumber(redis.call('ZINCRBY', tenants, -weight, tenant)) <= 0 then redis.call('ZREM', tenants, tenant) end
     end
   end
-  local ends = tonumber(score)
+  local ends = score and score + 0
   if ends and ends > now then
     out[#out + 1] = 1
     if held >= 0 then

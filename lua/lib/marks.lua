@@ -12,7 +12,7 @@ for i = 1, #marks, 2 do
   local mark = marks[i]
   if mark == '~' then return {-1} end
   if mark == '~f' then
-    local f = -tonumber(marks[i + 1])
+    local f = -(marks[i + 1] + 0)
     if f > last then last = f end
     fenced = true
   elseif mark == '~t' then
