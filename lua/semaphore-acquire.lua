@@ -20,13 +20,19 @@ local token, limit, weight, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]
 local claim, maxQueue, cap, tenantMax = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 --!include lib/clock.lua
 
--- The markers: the common case has none but the last fence's ('~f<fence>', lib/fence.lua) and the
--- typical hold's ('~h<record>', lib/hold.lua).
-local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')
-local fenced, record, plain = nil, nil, true
-for i = 1, #marks do
-  local kind = string.sub(marks[i], 1, 2)
-  if kind == '~f' then fenced = marks[i] elseif kind == '~h' then record = marks[i] else plain = false end
+-- The markers (lib/holders.lua): the common case has none but the last fence's ('~f', lib/fence.lua)
+-- and the typical hold's ('~h<record>', lib/hold.lua).
+local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '(0', 'WITHSCORES')
+local nmarks = #marks / 2
+local last, record, plain = 0, nil, true
+for i = 1, #marks, 2 do
+  if marks[i] == '~f' then
+    last = -tonumber(marks[i + 1])
+  elseif string.sub(marks[i], 1, 2) == '~h' then
+    record = marks[i]
+  else
+    plain = false
+  end
 end
 if cap == 0 and not string.find(token, '@', 1, true) and plain then
 --!include lib/take-one.lua

@@ -16,29 +16,43 @@ if tenants and tenanted and redis.call('EXISTS', tenants) == 0 then return {-1} 
 -- The typical hold's figures (lib/hold.lua), parsed when first needed.
 local avg, upto, parsed, wrote = nil, nil, false, false
 -- Members present (live or lapsed), markers aside.
-local present = redis.call('ZCARD', holders) - #marks
+local present = redis.call('ZCARD', holders) - nmarks
 local out = {}
 for i = 1, #ARGV, 3 do
-  local token, weight, held = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  -- Strings compared where no arithmetic needs the number (tonumber parses a string twice).
+  local token, weight, held = ARGV[i], 1, -1
+  if ARGV[i + 1] ~= '1' then weight = tonumber(ARGV[i + 1]) end
+  if ARGV[i + 2] ~= '-1' then held = tonumber(ARGV[i + 2]) end
   local score = redis.call('ZSCORE', holders, token)
   if score then
     local sign = string.find(token, '@', 1, true)
-    local base, suffix = token, ''
-    if sign then base, suffix = string.sub(token, 1, sign - 1), string.sub(token, sign) end
-    local members = { token }
-    for w = 2, weight do members[#members + 1] = base .. '~' .. w .. suffix end
-    -- The last of them, and the clock has passed the last fence (lib/fence.lua): it goes in the same ZREM.
-    local last = fenced and present == weight and tonumber(string.sub(fenced, 3)) < now_us
-    if last then members[#members + 1] = fenced end
-    local removed = redis.call('ZREM', holders, unpack(members))
-    if last then fenced, removed = nil, removed - 1 end
+    -- The last of them, and the clock has passed the last fence (lib/fence.lua): its marker goes in
+    -- the same ZREM (and an old-style one).
+    local gone = (fenced or legacy) and present == weight and last < now_us
+    local removed
+    if weight == 1 and not legacy then
+      -- The common case, without building a table for unpack.
+      if gone then removed = redis.call('ZREM', holders, token, '~f') - 1 else removed = redis.call('ZREM', holders, token) end
+    else
+      local base, suffix = token, ''
+      if sign then base, suffix = string.sub(token, 1, sign - 1), string.sub(token, sign) end
+      local members = { token }
+      for w = 2, weight do members[#members + 1] = base .. '~' .. w .. suffix end
+      if gone then
+        if fenced then members[#members + 1] = '~f' end
+        if legacy then members[#members + 1] = legacy end
+      end
+      removed = redis.call('ZREM', holders, unpack(members))
+      if gone then removed = removed - #members + weight end
+    end
+    if gone then fenced, legacy = false, nil end
     present = present - removed
     if sign and tenants then
       local tenant = string.sub(token, sign + 1)
       if tonumber(redis.call('ZINCRBY', tenants, -weight, tenant)) <= 0 then redis.call('ZREM', tenants, tenant) end
     end
   end
-  local ends = tonumber(score)
+  local ends = score and score + 0
   if ends and ends > now then
     out[#out + 1] = 1
     if held >= 0 then
@@ -70,14 +84,11 @@ end
 if present == 0 and not tenantMark then
   if not parsed then upto = tonumber(string.match(record or '', ':(%d+)$')) end
   local keep = nil
-  if fenced then
-    local fence = tonumber(string.sub(fenced, 3))
-    if fence >= now_us then keep = math.floor(fence / 1000) + 1 end
-  end
+  if (fenced or legacy) and last >= now_us then keep = math.floor(last / 1000) + 1 end
   if upto and upto > now and (not keep or upto > keep) then keep = upto end
   if keep then
     redis.call('PEXPIREAT', holders, string.format('%d', keep))
-  elseif record or fenced then
+  elseif record or fenced or legacy then
     redis.call('DEL', holders)
   end
   -- Else the set held no marker either: the ZREM that emptied it removed the key already.

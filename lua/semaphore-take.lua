@@ -20,16 +20,19 @@ if tenanted then
 end
 --!include lib/clock.lua
 
-local nmarks = #marks
 local card = redis.call('ZCARD', holders) - nmarks
 -- A set with no member at all is a new key (as is one pruning empties): it gets its first expiry.
 local fresh = card == 0 and nmarks == 0
-local last = 0
-if fenced then last = tonumber(string.sub(fenced, 3)) end
+-- Whether `last` moved on without the marker (a grant that did not write it in its own ZADD).
+local stale = false
 local out = {}
 local latest = nil
 for i = 1, #ARGV, 5 do
-  local token, limit, weight, lease, cap = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])
+  -- Numbers read by arithmetic (tonumber parses twice), strings compared where none is needed.
+  local token, limit, lease = ARGV[i], ARGV[i + 1] + 0, ARGV[i + 3] + 0
+  local weight, cap = 1, 0
+  if ARGV[i + 2] ~= '1' then weight = tonumber(ARGV[i + 2]) end
+  if ARGV[i + 4] ~= '0' then cap = tonumber(ARGV[i + 4]) end
   local at = string.find(token, '@', 1, true)
   local tenant = at and string.sub(token, at + 1) or ''
   local used = 0
@@ -37,7 +40,7 @@ for i = 1, #ARGV, 5 do
   -- Lapsed leases are reclaimed only when they stand in the way: with room to spare they cost nothing.
   if card + weight > limit or (cap > 0 and used + weight > cap) then
     if tenanted then
-      local lapsed = redis.call('ZRANGEBYSCORE', holders, '(-inf', now)
+      local lapsed = redis.call('ZRANGEBYSCORE', holders, '0', now)
       for j = 1, #lapsed do
         local t = string.find(lapsed[j], '@', 1, true)
         if t then
@@ -47,23 +50,27 @@ for i = 1, #ARGV, 5 do
         end
       end
     end
-    redis.call('ZREMRANGEBYSCORE', holders, '(-inf', now)
+    redis.call('ZREMRANGEBYSCORE', holders, '0', now)
     card = redis.call('ZCARD', holders) - nmarks
     fresh = fresh or card + nmarks == 0
     if tenant ~= '' then used = tonumber(redis.call('ZSCORE', tenants, tenant)) or 0 end
   end
   -- A token already holding (a re-sent acquire) is refreshed in place, never counted twice. With
-  -- room for one permit, adding it with NX tells the two apart in one call (the common case).
+  -- room for one permit, one ZADD adds (or refreshes) it and moves the fence marker to its fence:
+  -- its count of members added tells the two cases apart (the marker is new only when `fenced` is not).
   local ends = now + lease
-  local holding, added = nil, false
+  local holding, done = nil, false
   if weight == 1 and card + 1 <= limit and (cap == 0 or used + 1 <= cap) then
-    added = redis.call('ZADD', holders, 'NX', ends, token) == 1
-    holding = not added
+    if now_us > last then last = now_us else last = last + 1 end
+    -- Whole numbers as '%d' (an integer sprintf): the default '%.17g' costs the server several times more.
+    local new = redis.call('ZADD', holders, string.format('%d', ends), token, string.format('%d', -last), '~f')
+    if not fenced then new, fenced, nmarks = new - 1, true, nmarks + 1 end
+    holding, done = new == 0, true
   else
     holding = redis.call('ZSCORE', holders, token)
   end
   if holding or (card + weight <= limit and (cap == 0 or used + weight <= cap)) then
-    if not added then
+    if not done then
       local base, suffix = token, ''
       if at then base, suffix = string.sub(token, 1, at - 1), string.sub(token, at) end
       local members = { ends, token }
@@ -72,6 +79,8 @@ for i = 1, #ARGV, 5 do
         members[#members + 1] = base .. '~' .. w .. suffix
       end
       redis.call('ZADD', holders, unpack(members))
+      if now_us > last then last = now_us else last = last + 1 end
+      stale = true
     end
     if not holding then
       card = card + weight
@@ -86,13 +95,12 @@ for i = 1, #ARGV, 5 do
       end
     end
     if not latest or ends > latest then latest = ends end
-    last = math.max(last + 1, now_us)
     out[#out + 1] = 0
     out[#out + 1] = last
   elseif cap > 0 and used + weight > cap then
     -- The tenant's own figure: when one of its leases ends.
     local nearest = 1
-    local live = redis.call('ZRANGEBYSCORE', holders, '(-inf', '+inf', 'WITHSCORES')
+    local live = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES')
     for j = 1, #live, 2 do
       local t = string.find(live[j], '@', 1, true)
       if t and string.sub(live[j], t + 1) == tenant then
@@ -104,23 +112,25 @@ for i = 1, #ARGV, 5 do
 --!include lib/hold-read.lua
     out[#out + 1] = hold
   else
-    local first = redis.call('ZRANGEBYSCORE', holders, '(-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    local first = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
     out[#out + 1] = math.max(1, tonumber(first[2]) - now)
 --!include lib/hold-read.lua
     out[#out + 1] = hold
   end
 end
 if latest then
-  -- The marker moves on to the last fence given (added before the old one goes: the set never empties).
-  redis.call('ZADD', holders, '-inf', '~f' .. string.format('%.0f', last))
-  if fenced then redis.call('ZREM', holders, fenced) end
+  -- The marker's score moves on to the last fence given (one ZADD: the member stays, the set never
+  -- empties), unless the grant's own ZADD moved it; an old-style marker goes.
+  if stale then redis.call('ZADD', holders, string.format('%d', -last), '~f') end
+  if legacy then redis.call('ZREM', holders, legacy) end
   -- The key lives until its latest lease ends, and the clock has passed its fence. GT only ever
   -- raises an existing expiry (every script leaves the key with one).
-  local at = math.max(latest + 1, math.floor(last / 1000) + 1)
+  local at = latest + 1
+  if last >= latest * 1000 then at = (last - last % 1000) / 1000 + 1 end
   if fresh then
-    redis.call('PEXPIREAT', holders, at)
+    redis.call('PEXPIREAT', holders, string.format('%d', at))
   else
-    redis.call('PEXPIREAT', holders, at, 'GT')
+    redis.call('PEXPIREAT', holders, string.format('%d', at), 'GT')
   end
 end
 return out

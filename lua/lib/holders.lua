@@ -4,31 +4,44 @@
 -- '<random>' or '<random>@<tenant>' (random: base64url, no '@' or '~'); a holder of weight w is its
 -- token plus '<random>~2[@<tenant>]' .. '<random>~w[@<tenant>]', all at one score, so permits used =
 -- members, and no other key ever has to be read (or could be evicted apart) to know them.
--- Markers sit at score -inf: '~' while waiters exist (see settle.lua), '~t' while tenant holders
--- exist (the index `tenants`, tenant -> permits held, is then kept, and rebuilt from the holders if
--- it was lost), '~f<fence>', the last fence granted (see lib/fence.lua, included before this), and
--- '~h<record>', the id's typical hold (lib/hold.lua).
--- Lapsed leases are pruned from '(-inf', a range that never takes a marker.
+-- Markers sit at negative scores, lease ends at positive ones: at -inf, '~' while waiters exist (see
+-- settle.lua), '~t' while tenant holders exist (the index `tenants`, tenant -> permits held, is then
+-- kept, and rebuilt from the holders if it was lost) and '~h<record>', the id's typical hold
+-- (lib/hold.lua); '~f' at minus the last fence granted (see lib/fence.lua, included before this:
+-- one ZADD moves it on). Earlier builds kept the fence as '~f<fence>' at -inf: read, and removed.
+-- Holders are ranged from '0', a bound no marker reaches.
 
--- The markers, read once per call and kept in step with every marker this call writes: the full
--- path asks for them at many steps (the last fence, the typical hold, '~t', the permits held), and
--- each step read them again with its own ZRANGEBYSCORE. `known_marks` maps '~' and '~t' to true and
--- 'f'/'h' to the fence's and the typical hold's markers; `n` counts the markers (holders_used).
--- Every marker write of the full path goes through mark_set, mark_clear and mark_move.
+-- The markers, read once per call with their scores and kept in step with every marker this call
+-- writes: the full path asks for them at many steps (the last fence, the typical hold, '~t', the
+-- permits held), and each step read them again. `known_marks` maps '~' and '~t' to true, `h` to
+-- the typical hold's marker, `f` to the last fence (0: none; `fenced`: the marker '~f' is there,
+-- `legacy`: an old-style '~f<fence>' at -inf), and counts the markers in `n` (holders_used).
+-- Every marker write of the full path goes through mark_set, mark_clear, mark_move and fence_next.
 local known_marks = nil
 
--- Takes `list`, the markers as a ZRANGEBYSCORE of -inf just read, as the cache (a script that read them already).
+-- Takes `list`, the markers as `ZRANGEBYSCORE holders -inf (0 WITHSCORES` just answered, as the cache.
 local function marks_seed(list)
-  known_marks = { n = #list }
-  for i = 1, #list do
+  local m = { n = #list / 2, f = 0 }
+  for i = 1, #list, 2 do
     local mark = list[i]
     local kind = string.sub(mark, 1, 2)
-    if kind == '~f' then known_marks.f = mark elseif kind == '~h' then known_marks.h = mark else known_marks[mark] = true end
+    if mark == '~f' then
+      m.fenced = true
+      if -list[i + 1] > m.f then m.f = -list[i + 1] end
+    elseif kind == '~f' then
+      m.legacy = mark
+      if tonumber(string.sub(mark, 3)) > m.f then m.f = tonumber(string.sub(mark, 3)) end
+    elseif kind == '~h' then
+      m.h = mark
+    else
+      m[mark] = true
+    end
   end
+  known_marks = m
 end
 
 local function marks_now()
-  if not known_marks then marks_seed(redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')) end
+  if not known_marks then marks_seed(redis.call('ZRANGEBYSCORE', holders, '-inf', '(0', 'WITHSCORES')) end
   return known_marks
 end
 
@@ -48,7 +61,7 @@ local function mark_clear(mark)
   m[mark], m.n = nil, m.n - 1
 end
 
--- Moves the one marker of its kind ('f': the fence's, 'h': the typical hold's) to `mark`: added
+-- Moves the one marker of its kind ('h': the typical hold's) to `mark`: added
 -- before the old one goes, so the set never empties (an emptied key would vanish with its expiry).
 local function mark_move(kind, mark)
   local m = marks_now()
@@ -82,7 +95,7 @@ end
 -- The tenant index is there (rebuilt from the live holders if it was evicted apart from them).
 local function tenants_ready(now)
   if not tenants or not marks_now()['~t'] or redis.call('EXISTS', tenants) == 1 then return end
-  local live = redis.call('ZRANGEBYSCORE', holders, '(-inf', '+inf')
+  local live = redis.call('ZRANGEBYSCORE', holders, '0', '+inf')
   for i = 1, #live do
     local tenant = tenant_of(live[i])
     if tenant ~= '' then redis.call('ZINCRBY', tenants, 1, tenant) end
@@ -121,10 +134,10 @@ end
 local function holders_prune(now)
   if tenants and marks_now()['~t'] then
     tenants_ready(now)
-    local lapsed = redis.call('ZRANGEBYSCORE', holders, '(-inf', now)
+    local lapsed = redis.call('ZRANGEBYSCORE', holders, '0', now)
     for i = 1, #lapsed do tenants_add(tenant_of(lapsed[i]), -1) end
   end
-  redis.call('ZREMRANGEBYSCORE', holders, '(-inf', now)
+  redis.call('ZREMRANGEBYSCORE', holders, '0', now)
 end
 
 -- Permits held, lapsed or not (the caller prunes first when it matters).
@@ -156,13 +169,13 @@ end
 -- Ms until the nearest lease (of `tenant`, when given) ends: when a permit frees at the latest.
 local function holders_next(now, tenant)
   if tenant and tenant ~= '' then
-    local live = redis.call('ZRANGEBYSCORE', holders, '(-inf', '+inf', 'WITHSCORES')
+    local live = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES')
     for i = 1, #live, 2 do
       if tenant_of(live[i]) == tenant then return math.max(1, tonumber(live[i + 1]) - now) end
     end
     return 1
   end
-  local first = redis.call('ZRANGEBYSCORE', holders, '(-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  local first = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
   if first[2] then return math.max(1, tonumber(first[2]) - now) end
   return 1
 end
@@ -170,21 +183,27 @@ end
 -- The latest lease end among holders, or nil.
 local function holders_latest()
   local last = redis.call('ZRANGE', holders, -1, -1, 'WITHSCORES')
-  if last[2] and tonumber(last[2]) ~= -math.huge then return tonumber(last[2]) end
+  if last[2] and tonumber(last[2]) > 0 then return tonumber(last[2]) end
   return nil
 end
 
--- The last fence granted on the id and its marker; 0 (and nil) when none is kept.
+-- The last fence granted on the id (0 when none is kept).
 local function fence_last()
-  local mark = marks_now().f
-  if mark then return tonumber(string.sub(mark, 3)), mark end
-  return 0, nil
+  return marks_now().f
 end
 
--- The fence of a grant made now; the marker moves on to it.
+-- The fence of a grant made now; the marker's score moves on to it (the member stays: the set
+-- never empties, and an emptied key would vanish with its expiry). An old-style marker goes.
 local function fence_next()
-  local f = math.max(fence_last() + 1, now_us)
-  mark_move('f', '~f' .. fence_text(f))
+  local m = marks_now()
+  local f = math.max(m.f + 1, now_us)
+  redis.call('ZADD', holders, fence_text(-f), '~f')
+  if not m.fenced then m.fenced, m.n = true, m.n + 1 end
+  if m.legacy then
+    redis.call('ZREM', holders, m.legacy)
+    m.legacy, m.n = nil, m.n - 1
+  end
+  m.f = f
   return f
 end
 

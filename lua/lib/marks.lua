@@ -1,16 +1,30 @@
--- The holders set's markers (members at -inf), read at once by the fast paths: '~' (waiters: the
--- caller takes the full script, {-1}), '~f<fence>' (the last fence, lib/fence.lua), '~h<record>'
--- (the typical hold, lib/hold.lua), '~t' (tenant holders). Top-level code, not a function: the fast
--- paths define no helper. Needs `holders`; sets `marks`, `fenced`, `tenanted`, `record`.
-local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '-inf')
-local fenced, tenanted, record = nil, false, nil
-for i = 1, #marks do
+-- The holders set's markers (every member at a negative score), read at once by the fast paths: '~'
+-- (waiters: the caller takes the full script, {-1}), '~f' (the last fence, as its negated score:
+-- lib/fence.lua), '~h<record>' (the typical hold, lib/hold.lua), '~t' (tenant holders). A marker
+-- '~f<fence>' at -inf is the last fence as earlier builds kept it: read, and removed when a
+-- fence is next written. Top-level code, not a function: the fast paths define no helper. Needs
+-- `holders`; sets `nmarks`, `last` (the last fence, 0 for none), `fenced` (whether the marker '~f'
+-- is there), `legacy` (an old fence marker, or nil), `tenanted` and `record`.
+local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '(0', 'WITHSCORES')
+local nmarks = #marks / 2
+local last, fenced, legacy, tenanted, record = 0, false, nil, false, nil
+for i = 1, #marks, 2 do
   local mark = marks[i]
   if mark == '~' then return {-1} end
-  if mark == '~t' then
+  if mark == '~f' then
+    local f = -(marks[i + 1] + 0)
+    if f > last then last = f end
+    fenced = true
+  elseif mark == '~t' then
     tenanted = true
   else
     local kind = string.sub(mark, 1, 2)
-    if kind == '~f' then fenced = mark elseif kind == '~h' then record = mark end
+    if kind == '~h' then
+      record = mark
+    elseif kind == '~f' then
+      local f = tonumber(string.sub(mark, 3))
+      if f > last then last = f end
+      legacy = mark
+    end
   end
 end

@@ -22,13 +22,13 @@ local function settle(now)
     if keep then
       -- Nothing is live, but the clock has not passed the last fence yet, or the typical hold
       -- still counts: they stay, alone, until then.
-      redis.call('ZREMRANGEBYSCORE', holders, '(-inf', '+inf')
+      redis.call('ZREMRANGEBYSCORE', holders, '0', '+inf')
       mark_clear('~')
       mark_clear('~t')
       redis.call('PEXPIREAT', holders, keep)
     else
       redis.call('DEL', holders)
-      known_marks = { n = 0 }
+      known_marks = { n = 0, f = 0 }
     end
     return 0
   end
