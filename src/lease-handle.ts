@@ -105,7 +105,9 @@ export class LeaseHandle implements Lease {
 
   #confirm(): void {
     // A release in flight gives the permit back (one the store does not answer arms this again).
-    if (this.#released || this.#lost !== undefined) return;
+    // An extend that landed (the holder's own, or `run`'s renewal) confirmed it already: a second
+    // one with leaseMs would cut back a longer extend(ms) the holder asked for.
+    if (this.#released || this.#lost !== undefined || !this.#unconfirmed) return;
     const left = this.deadline - performance.now();
     if (left <= 0) this.lose();
     else this.extend().catch(() => setTimeout(() => this.#confirm(), Math.min(left, 100)).unref());
@@ -128,6 +130,8 @@ export class LeaseHandle implements Lease {
     if (ours) {
       this.deadline = sentAt + ms - CLOCK_GRAIN_MS;
       this.#unconfirmed = false;
+      backgroundTimers.cancel(this.#confirming);
+      this.#confirming = undefined;
     } else this.lose();
     return ours;
   }

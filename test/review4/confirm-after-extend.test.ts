@@ -1,0 +1,38 @@
+import { describe, expect, it } from "vitest";
+import { redisStore, semaphore } from "../../src/index.js";
+import { newRedis, uniquePrefix } from "../support/redis.js";
+import { eventually } from "../support/stores.js";
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Found by review 4 (perf-handoff): a handed-off lease is confirmed by an extend halfway to the
+// end of its reservation. When the holder extended it itself before then (extend(ms): it knows its
+// work is long), the confirmation still went out, with the factory's leaseMs: it cut the holder's
+// lease back in the store, and the holder's signal, watching the deadline the holder's own extend
+// set, aborted only then: another caller got the permit while the first still held it, untold.
+describe("a handed-off lease the holder extends before its confirmation", () => {
+  it("keeps the holder's extend: no confirmation cuts it back, and nobody else is admitted", async () => {
+    const store = redisStore(newRedis(), { waiterLeaseMs: 2_000 });
+    const slots = semaphore({ client: store, limit: 1, prefix: uniquePrefix("r4ext"), leaseMs: 3_000 });
+    const holder = await slots.acquire("k");
+    const waiting = slots.acquire("k", { waitMs: 10_000 });
+    await eventually(async () => (await slots.stats("k")).waiting === 1);
+    await holder?.release();
+    const lease = await waiting;
+    expect(lease).not.toBeNull();
+    if (lease === null) return;
+    // Handed off: reserved for at most the waiter lease, not yet a full lease.
+    expect(lease.deadline - performance.now()).toBeLessThan(2_000);
+    expect(await lease.extend(60_000)).toBe(true);
+    const signal = lease.signal;
+    // Past the reservation's halfway (the confirmation's time) and past leaseMs after it.
+    await pause(5_000);
+    const other = await slots.acquire("k");
+    const overAdmitted = other !== null && !signal.aborted;
+    await other?.release();
+    await lease.release();
+    await slots.close({ graceMs: 0 });
+    expect(overAdmitted).toBe(false);
+    expect(other).toBeNull();
+  }, 20_000);
+});
