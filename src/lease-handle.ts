@@ -51,6 +51,8 @@ export class LeaseHandle implements Lease {
   /** A handed-off grant's confirming extend, waiting for its time; and whether none has landed yet. */
   #confirming: Due | undefined;
   #unconfirmed = false;
+  /** The last extend sent and not answered yet: the confirmation waits for its answer instead of racing it. */
+  #extending: Promise<boolean> | undefined;
   /** Why the holder was asked to stop while the lease is still held (its factory is closing). */
   #interrupted: Error | undefined;
   #onInterrupt: ((reason: Error) => void)[] | undefined;
@@ -105,14 +107,42 @@ export class LeaseHandle implements Lease {
 
   #confirm(): void {
     // A release in flight gives the permit back (one the store does not answer arms this again).
-    if (this.#released || this.#lost !== undefined) return;
+    // An extend that landed (the holder's own, or `run`'s renewal) confirmed it already: a second
+    // one with leaseMs would cut back a longer extend(ms) the holder asked for.
+    if (this.#released || this.#lost !== undefined || !this.#unconfirmed) return;
+    // An extend in flight (the holder's, maybe longer than leaseMs) decides first: a confirmation
+    // landing after it would cut it back while its answer set the holder's deadline.
+    const extending = this.#extending;
+    if (extending !== undefined) {
+      extending.then(
+        () => this.#confirm(),
+        () => this.#confirm(),
+      );
+      return;
+    }
     const left = this.deadline - performance.now();
     if (left <= 0) this.lose();
     else this.extend().catch(() => setTimeout(() => this.#confirm(), Math.min(left, 100)).unref());
   }
 
-  async extend(ms: number = this.leaseMs): Promise<boolean> {
-    positiveMs("ms", ms, "Pass the new lease length to extend(ms), or nothing to reuse the lease's own.");
+  extend(ms: number = this.leaseMs): Promise<boolean> {
+    try {
+      positiveMs("ms", ms, "Pass the new lease length to extend(ms), or nothing to reuse the lease's own.");
+    } catch (error) {
+      // A rejection, as from the async function this was.
+      return Promise.reject(error);
+    }
+    if (!this.#unconfirmed) return this.#extend(ms);
+    const extending = this.#extend(ms);
+    this.#extending = extending;
+    const done = (): void => {
+      if (this.#extending === extending) this.#extending = undefined;
+    };
+    extending.then(done, done);
+    return extending;
+  }
+
+  async #extend(ms: number): Promise<boolean> {
     if (this.#released || this.#lost !== undefined) return false;
     const sentAt = performance.now();
     const store = this.#call.store;
@@ -128,6 +158,8 @@ export class LeaseHandle implements Lease {
     if (ours) {
       this.deadline = sentAt + ms - CLOCK_GRAIN_MS;
       this.#unconfirmed = false;
+      backgroundTimers.cancel(this.#confirming);
+      this.#confirming = undefined;
     } else this.lose();
     return ours;
   }
