@@ -1,4 +1,5 @@
 import { channels, type LostEvent, type ReleasedEvent, type Subject } from "./events.js";
+import { Confirmation } from "./hand-off.js";
 import { holdToReport } from "./hold-samples.js";
 import type { Lease } from "./lease.js";
 import type { LeaseCall } from "./lease-call.js";
@@ -48,11 +49,8 @@ export class LeaseHandle implements Lease {
    */
   kept = false;
   #watch: Due | undefined;
-  /** A handed-off grant's confirming extend, waiting for its time; and whether none has landed yet. */
-  #confirming: Due | undefined;
-  #unconfirmed = false;
-  /** The last extend sent and not answered yet: the confirmation waits for its answer instead of racing it. */
-  #extending: Promise<boolean> | undefined;
+  /** A handed-off grant's confirmation, until an extend lands or the lease is given back. */
+  #confirmation: Confirmation | undefined;
   /** Why the holder was asked to stop while the lease is still held (its factory is closing). */
   #interrupted: Error | undefined;
   #onInterrupt: ((reason: Error) => void)[] | undefined;
@@ -70,7 +68,7 @@ export class LeaseHandle implements Lease {
   readonly leaseMs: number;
   readonly waitedMs: number;
 
-  /** `had.until`: a grant handed off without a claim, reserved until then at least (see `#confirmLater`). */
+  /** `had.until`: a grant handed off without a claim, reserved until then at least (see hand-off.ts). */
   constructor(call: LeaseCall, had: Acquired) {
     this.#call = call;
     this.key = call.id;
@@ -83,66 +81,23 @@ export class LeaseHandle implements Lease {
       this.deadline = had.sentAt + call.leaseMs - CLOCK_GRAIN_MS;
     } else {
       this.deadline = had.until;
-      this.#unconfirmed = true;
-      this.#confirmLater();
+      this.#confirmation = new Confirmation({
+        deadline: () => this.deadline,
+        over: () => this.#released || this.#lost !== undefined,
+        extendFull: () => this.#extend(this.leaseMs),
+        lose: () => this.lose(),
+      });
     }
-  }
-
-  /**
-   * Turns a handed-off grant into a full lease with an extend, sent halfway to
-   * the end of its reservation rather than at once: most bodies end sooner,
-   * and their release makes it needless (one round trip of three per
-   * contended hand-off). The rest of the reservation is left for the extend
-   * to land, retried while it lasts. "Not ours" is a loss (told through the
-   * signal, as any); so is a reservation that runs out unconfirmed, so a
-   * holder is never left working past it untold, with `run` or without.
-   */
-  #confirmLater(): void {
-    const now = performance.now();
-    this.#confirming = backgroundTimers.at(now + Math.max(0, this.deadline - now) / 2, () => {
-      this.#confirming = undefined;
-      this.#confirm();
-    });
-  }
-
-  #confirm(): void {
-    // A release in flight gives the permit back (one the store does not answer arms this again).
-    // An extend that landed (the holder's own, or `run`'s renewal) confirmed it already: a second
-    // one with leaseMs would cut back a longer extend(ms) the holder asked for.
-    if (this.#released || this.#lost !== undefined || !this.#unconfirmed) return;
-    // An extend in flight (the holder's, maybe longer than leaseMs) decides first: a confirmation
-    // landing after it would cut it back while its answer set the holder's deadline.
-    const extending = this.#extending;
-    if (extending !== undefined) {
-      extending.then(
-        () => this.#confirm(),
-        () => this.#confirm(),
-      );
-      return;
-    }
-    const left = this.deadline - performance.now();
-    if (left <= 0) this.lose();
-    else this.extend().catch(() => setTimeout(() => this.#confirm(), Math.min(left, 100)).unref());
   }
 
   extend(ms: number = this.leaseMs): Promise<boolean> {
-    try {
-      positiveMs("ms", ms, "Pass the new lease length to extend(ms), or nothing to reuse the lease's own.");
-    } catch (error) {
-      // A rejection, as from the async function this was.
-      return Promise.reject(error);
-    }
-    if (!this.#unconfirmed) return this.#extend(ms);
     const extending = this.#extend(ms);
-    this.#extending = extending;
-    const done = (): void => {
-      if (this.#extending === extending) this.#extending = undefined;
-    };
-    extending.then(done, done);
+    this.#confirmation?.track(extending);
     return extending;
   }
 
   async #extend(ms: number): Promise<boolean> {
+    positiveMs("ms", ms, "Pass the new lease length to extend(ms), or nothing to reuse the lease's own.");
     if (this.#released || this.#lost !== undefined) return false;
     const sentAt = performance.now();
     const store = this.#call.store;
@@ -157,9 +112,8 @@ export class LeaseHandle implements Lease {
         );
     if (ours) {
       this.deadline = sentAt + ms - CLOCK_GRAIN_MS;
-      this.#unconfirmed = false;
-      backgroundTimers.cancel(this.#confirming);
-      this.#confirming = undefined;
+      this.#confirmation?.end();
+      this.#confirmation = undefined;
     } else this.lose();
     return ours;
   }
@@ -204,7 +158,7 @@ export class LeaseHandle implements Lease {
       // The store did not answer: the lease may still be held, so a retry must be possible.
       this.#released = false;
       this.#releasing = undefined;
-      if (this.#unconfirmed && this.#confirming === undefined && this.#lost === undefined) this.#confirmLater();
+      this.#confirmation?.schedule();
       throw error;
     }
     return this.#answered(ours);
@@ -221,8 +175,8 @@ export class LeaseHandle implements Lease {
     // Given back: nothing to watch or confirm any more.
     backgroundTimers.cancel(this.#watch);
     this.#watch = undefined;
-    backgroundTimers.cancel(this.#confirming);
-    this.#confirming = undefined;
+    this.#confirmation?.end();
+    this.#confirmation = undefined;
     if (channels.released.hasSubscribers) {
       const { subject, weight } = this.#call;
       channels.released.publish({
