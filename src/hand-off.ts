@@ -12,12 +12,24 @@ export interface Confirmable {
 }
 
 /**
+ * How long a handed-off grant waits before its confirmation (or half of what
+ * is left of its reservation, if that is sooner). Until the confirmation
+ * lands, the store keeps the permit for the reservation only (the waiter
+ * lease, 5 s by default), not a full lease: a holder whose process stalls
+ * longer than that within this window loses it (and is told). A quarter of a
+ * second keeps that window short, and still spares the extend to the many
+ * bodies that end sooner.
+ */
+const CONFIRM_WITHIN_MS = 250;
+
+/**
  * Turns a grant handed off from the queue (its holder started on the
  * announcement, without a claim round trip) into a full lease with an extend,
- * sent halfway to the end of its reservation rather than at once: most bodies
- * end sooner, and their release makes it needless (one round trip of three
- * per contended hand-off). The rest of the reservation is left for the extend
- * to land, retried while it lasts. "Not ours" is a loss (told through the
+ * sent a little later rather than at once (see `CONFIRM_WITHIN_MS`): a body
+ * that ends sooner gives the permit back with its release, and the extend
+ * would only have cost a round trip (one of three per contended hand-off).
+ * The rest of the reservation is left for the extend to land, retried while
+ * it lasts. "Not ours" is a loss (told through the
  * signal, as any); so is a reservation that runs out unconfirmed, so a holder
  * is never left working past it untold, with `run` or without.
  *
@@ -37,11 +49,12 @@ export class Confirmation {
     this.schedule();
   }
 
-  /** Arms the confirmation halfway to the deadline (again, after a release the store did not answer). */
+  /** Arms the confirmation (again, after a release the store did not answer). */
   schedule(): void {
     if (this.#done || this.#due !== undefined) return;
     const now = performance.now();
-    this.#due = backgroundTimers.at(now + Math.max(0, this.lease.deadline() - now) / 2, () => {
+    const wait = Math.min(CONFIRM_WITHIN_MS, Math.max(0, this.lease.deadline() - now) / 2);
+    this.#due = backgroundTimers.at(now + wait, () => {
       this.#due = undefined;
       this.#confirm();
     });
