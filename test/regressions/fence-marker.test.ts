@@ -63,7 +63,7 @@ describe("the fence marker on Redis", () => {
     await redis.zadd(key, "-inf", `~f${lease?.fence}`);
     expect(await lease?.release()).toBe(true);
     // Gone at once (the key may keep the id's typical hold for a second), then the key too.
-    expect(await redis.zrange(key, 0, -1)).not.toContain(`~f${lease?.fence}`);
+    expect(await redis.zrange(key, "0", "-1")).not.toContain(`~f${lease?.fence}`);
     await eventually(async () => (await redis.exists(key)) === 0);
   });
 });
