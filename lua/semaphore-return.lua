@@ -25,7 +25,8 @@ for i = 1, #ARGV, 3 do
   if ARGV[i + 2] ~= '-1' then held = tonumber(ARGV[i + 2]) end
   local score = redis.call('ZSCORE', holders, token)
   if score then
-    local sign = string.find(token, '@', 1, true)
+    -- The tenant's sign matters only for a tenant's index or a heavier lease's further permits.
+    local sign = (tenants or weight > 1) and string.find(token, '@', 1, true)
     -- The last of them, and the clock has passed the last fence (lib/fence.lua): its marker goes in
     -- the same ZREM (and an old-style one).
     local gone = (fenced or legacy) and present == weight and last < now_us
@@ -82,7 +83,10 @@ end
 -- (lib/fence.lua) or the typical hold still counts (lib/hold.lua): then it stays, holding those
 -- alone, until then.
 if present == 0 and not tenantMark then
-  if not parsed then upto = tonumber(string.match(record or '', ':(%d+)$')) end
+  if not parsed and record then
+    local u = string.match(record, ':(%d+)$')
+    upto = u and u + 0
+  end
   local keep = nil
   if (fenced or legacy) and last >= now_us then keep = math.floor(last / 1000) + 1 end
   if upto and upto > now and (not keep or upto > keep) then keep = upto end

@@ -39,6 +39,8 @@ const lib = await import(pathToFileURL(dist).href);
 /** One server run under callgrind: drives `n` cycles, returns the instructions it counted. */
 async function count(n) {
   const out = join(tmpdir(), `server-cost-${process.pid}-${n}.out`);
+  // Another server on the port would be driven (and shut down) in place of ours.
+  if (await listening()) throw new Error(`port ${port} is taken: pass --port`);
   const server = spawn(
     "valgrind",
     [
@@ -60,10 +62,15 @@ async function count(n) {
   while (!(await listening())) await new Promise((wait) => setTimeout(wait, 200));
   const redis = new Redis({ port, retryStrategy: () => null });
   const started = performance.now();
-  const cycle = await driver(redis);
-  // One cycle first in both runs: script loading (NOSCRIPT, then EVAL) happens once, outside the difference.
-  await cycle(0);
-  for (let i = 1; i <= n; i++) await cycle(i);
+  try {
+    const cycle = await driver(redis);
+    // One cycle first in both runs: script loading (NOSCRIPT, then EVAL) happens once, outside the difference.
+    await cycle(0);
+    for (let i = 1; i <= n; i++) await cycle(i);
+  } catch (error) {
+    server.kill();
+    throw error;
+  }
   const driven = performance.now();
   await redis.call("SHUTDOWN", "NOSAVE").catch(() => {});
   redis.disconnect();
@@ -94,11 +101,12 @@ function listening() {
 async function driver(redis) {
   const limit = 100_000;
   if (layer === "engine") {
-    const slots = lib.semaphore(redis, { limit, prefix: "cost" });
+    // A long store timeout: under valgrind on a busy machine a reply can take seconds.
+    const slots = lib.semaphore(lib.redisStore(redis, { timeoutMs: 60_000 }), { limit, prefix: "cost" });
     return async () => (await slots.acquire("k"))?.release();
   }
   if (layer === "store") {
-    const store = lib.redisStore(redis);
+    const store = lib.redisStore(redis, { timeoutMs: 60_000 });
     const storeKey = "{cost:k}";
     return async (i) => {
       const token = `t${i}`;
