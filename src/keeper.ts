@@ -105,7 +105,6 @@ class Keeping<T> {
   #renewal: Promise<void> | undefined;
   #done = false;
   readonly #tick = (): void => this.#ticked();
-  readonly #renew = (): void => this.#renewNow();
 
   constructor(
     private readonly lease: LeaseHandle,
@@ -232,7 +231,7 @@ class Keeping<T> {
     if (this.options.heartbeatMs !== false && this.#renewal === undefined) {
       // Claimed now (never two at once), sent with the other renewals due in this turn.
       this.#renewal = Promise.resolve();
-      renewSoon(this.#renew);
+      renewSoon(() => this.#renewNow());
     }
     this.#schedule();
   }

@@ -7,7 +7,7 @@ import { type CloseOptions, Holdings } from "./holdings.js";
 import { keepLease } from "./keeper.js";
 import type { LeaseCall } from "./lease-call.js";
 import { LeaseHandle } from "./lease-handle.js";
-import type { Acquired, Refused } from "./outcomes.js";
+import { type Acquired, publishAcquired, type Refused } from "./outcomes.js";
 import { type CallSettings, type Defaults, type LeaseOption, resolveDefaults } from "./settings.js";
 import type { Inspection, Store } from "./store/types.js";
 import { bounded, send } from "./store-call.js";
@@ -198,6 +198,7 @@ export abstract class Leasing<L extends LeaseHandle> {
 
   #handle(call: LeaseCall<L>, outcome: Acquired | Refused): L | Refused {
     if (!outcome.acquired) return outcome;
+    publishAcquired(call, outcome);
     call.store = outcome.store;
     return this.holdings.adopt(call.lease(outcome));
   }
