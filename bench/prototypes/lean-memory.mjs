@@ -248,7 +248,8 @@ if (process.env.SUBJECT !== undefined) {
   const once = all[process.env.SUBJECT];
   if (once === undefined) throw new Error(`no subject ${process.env.SUBJECT}`);
   const perSecond = await timeLoop(once, count);
-  if (process.env.PRINT !== undefined) console.log(`${process.env.SUBJECT}: ${Math.round(perSecond).toLocaleString("en")} tasks per CPU-second`);
+  if (process.env.PRINT !== undefined)
+    console.log(`${process.env.SUBJECT}: ${Math.round(perSecond).toLocaleString("en")} tasks per CPU-second`);
 } else {
   const rounds = Number(process.env.ROUNDS ?? 3);
   const figures = Object.fromEntries(Object.keys(all).map((name) => [name, []]));
