@@ -2,7 +2,8 @@ import { offAbort, onAbort, pauseUnlessAborted } from "./aborts.js";
 import type { LeaseCall } from "./lease-call.js";
 import { type Acquired, acquired, type Refused, refused, why } from "./outcomes.js";
 import type { CallSettings } from "./settings.js";
-import type { LocalStore } from "./store/memory.js";
+import type { LocalJoin, LocalStore } from "./store/memory.js";
+import type { AcquireReply } from "./store/types.js";
 import { type Due, foregroundTimers } from "./timers.js";
 
 /**
@@ -10,18 +11,28 @@ import { type Due, foregroundTimers } from "./timers.js";
  * waiter of this process: no round trip to bound, no waiting room to share,
  * no grant to announce and claim. Same modes, same outcomes.
  */
-export async function acquireLocally(
+export function acquireLocally(
   store: LocalStore,
   settings: CallSettings,
   call: LeaseCall,
   token: string,
   startedAt: number,
 ): Promise<Acquired | Refused> {
-  if (settings.waitMs > 0) return waitLocally(store, settings, call, token, startedAt);
+  if (settings.waitMs > 0) return new LocalWait(store, settings, call, token, startedAt).outcome;
+  return spinLocally(store, settings, call, token, startedAt);
+}
+
+async function spinLocally(
+  store: LocalStore,
+  settings: CallSettings,
+  call: LeaseCall,
+  token: string,
+  startedAt: number,
+): Promise<Acquired | Refused> {
   for (let count = 0; ; count++) {
     const sentAt = performance.now();
     const reply = store.takeNow(call.kind, call.storeKey, token, call.limit, call.weight, call.leaseMs, call.tenant);
-    if (reply.acquired) return acquired(call, store, token, reply, sentAt, startedAt);
+    if (reply.acquired) return acquired(store, token, reply.fence as number, sentAt, startedAt);
     if (count >= settings.retries) return refused(call, reply, why(reply), startedAt);
     if (settings.retryDelayMs > 0) await pauseUnlessAborted(settings.retryDelayMs, settings.signal);
     settings.signal?.throwIfAborted();
@@ -31,75 +42,105 @@ export async function acquireLocally(
 /**
  * Queues as a waiter of this process: a release hands it the permit, with a
  * full lease, from inside the releasing call (which only resolves this
- * promise: the rest runs after it). One shared timer per millisecond bounds
- * `waitMs`.
+ * promise, with the lease record: the rest runs after it). The wait is its
+ * own join (the store keeps it as the waiter's `local`) and keeps one shared
+ * timer (one Node timer per millisecond for all): at the end of `waitMs`, or
+ * sooner to look at the id when its nearest lease ends (see `#wake`).
  */
-function waitLocally(
-  store: LocalStore,
-  settings: CallSettings,
-  call: LeaseCall,
-  token: string,
-  startedAt: number,
-): Promise<Acquired | Refused> {
-  const { kind, storeKey, limit, weight, leaseMs } = call;
-  const { signal } = settings;
-  const until = startedAt + settings.waitMs;
-  return new Promise<{ at: number; fence: number } | Refused>((resolve, reject) => {
-    let timer: Due | undefined;
-    let done = false;
-    const end = (): boolean => {
-      if (done) return false;
-      done = true;
-      foregroundTimers.cancel(timer);
-      foregroundTimers.cancel(backup);
-      if (signal !== undefined) offAbort(signal, aborted);
-      return true;
-    };
-    const aborted = (): void => {
-      if (!end()) return;
-      store.leaveNow(kind, storeKey, token);
-      reject(signal?.reason);
-    };
-    // A holder whose lease lapses (it stalled, or stopped renewing) frees its permit only when
-    // something looks: look when the nearest lease ends, and again then if it was renewed.
-    let backup: Due | undefined;
-    const lookAt = (retryAfterMs: number): void => {
-      backup = foregroundTimers.at(performance.now() + retryAfterMs, () => {
-        backup = undefined;
-        if (done) return;
-        const next = store.settleNow(kind, storeKey);
-        if (!done) lookAt(next);
-      });
-    };
+class LocalWait implements LocalJoin {
+  readonly leaseMs: number;
+  readonly until: number;
+  readonly maxQueue: number;
+  readonly outcome: Promise<Acquired | Refused>;
+  #resolve!: (outcome: Acquired | Refused) => void;
+  #reject!: (error: unknown) => void;
+  #done = false;
+  #timer: Due | undefined;
+  /** The join's reply, for the refusal at the end of the wait. */
+  #reply: AcquireReply | undefined;
+  readonly #woken = (): void => this.#wake();
+  readonly #aborted = (): void => this.#abort();
+
+  constructor(
+    private readonly store: LocalStore,
+    private readonly settings: CallSettings,
+    private readonly call: LeaseCall,
+    private readonly token: string,
+    private readonly startedAt: number,
+  ) {
+    this.leaseMs = call.leaseMs;
+    this.until = startedAt + settings.waitMs;
+    this.maxQueue = settings.maxQueue;
+    this.outcome = new Promise<Acquired | Refused>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    this.#join();
+  }
+
+  #join(): void {
+    const { store, call, token, startedAt } = this;
     const sentAt = performance.now();
-    const join = {
-      leaseMs,
-      until,
-      maxQueue: settings.maxQueue,
-      onGrant: (at: number, fence: number) => {
-        if (end()) resolve({ at, fence });
-      },
-      onClose: (error: Error) => {
-        if (end()) reject(error);
-      },
-    };
-    const reply = store.waitNow(kind, storeKey, token, limit, weight, join, call.tenant);
+    const reply = store.waitNow(call.kind, call.storeKey, token, call.limit, call.weight, this, call.tenant);
     if (reply.acquired) {
-      end();
-      resolve({ at: sentAt, fence: reply.fence as number });
+      this.#done = true;
+      this.#resolve(acquired(store, token, reply.fence as number, sentAt, startedAt));
       return;
     }
     if (reply.queued !== true) {
-      end();
-      resolve(refused(call, reply, reply.queueFull === true ? "queue-full" : why(reply), startedAt));
+      this.#done = true;
+      this.#resolve(refused(call, reply, reply.queueFull === true ? "queue-full" : why(reply), startedAt));
       return;
     }
-    timer = foregroundTimers.at(until, () => {
-      if (!end()) return;
-      store.leaveNow(kind, storeKey, token);
-      resolve(refused(call, reply, "wait-timeout", startedAt));
-    });
-    lookAt(reply.retryAfterMs);
-    if (signal !== undefined) onAbort(signal, aborted);
-  }).then((outcome) => ("at" in outcome ? acquired(call, store, token, outcome, outcome.at, startedAt) : outcome));
+    this.#reply = reply;
+    this.#wakeIn(reply.retryAfterMs);
+    const { signal } = this.settings;
+    if (signal !== undefined) onAbort(signal, this.#aborted);
+  }
+
+  /** Granted (called by the store, from the call that freed the permit): only resolves. */
+  onGrant(at: number, fence: number): void {
+    if (this.#end()) this.#resolve(acquired(this.store, this.token, fence, at, this.startedAt));
+  }
+
+  /** The store closed while waiting: only rejects. */
+  onClose(error: Error): void {
+    if (this.#end()) this.#reject(error);
+  }
+
+  #end(): boolean {
+    if (this.#done) return false;
+    this.#done = true;
+    foregroundTimers.cancel(this.#timer);
+    const { signal } = this.settings;
+    if (signal !== undefined) offAbort(signal, this.#aborted);
+    return true;
+  }
+
+  #abort(): void {
+    if (!this.#end()) return;
+    this.store.leaveNow(this.call.kind, this.call.storeKey, this.token);
+    this.#reject(this.settings.signal?.reason);
+  }
+
+  /** The next wake: when the nearest lease ends (`ms` from now), or the wait's end if sooner. */
+  #wakeIn(ms: number): void {
+    this.#timer = foregroundTimers.at(Math.min(performance.now() + ms, this.until), this.#woken);
+  }
+
+  // A holder whose lease lapses (it stalled, or stopped renewing) frees its permit only when
+  // something looks: look when the nearest lease ends, and again then if it was renewed.
+  #wake(): void {
+    this.#timer = undefined;
+    if (this.#done) return;
+    const { store, call } = this;
+    if (performance.now() >= this.until) {
+      this.#end();
+      store.leaveNow(call.kind, call.storeKey, this.token);
+      this.#resolve(refused(call, this.#reply as AcquireReply, "wait-timeout", this.startedAt));
+      return;
+    }
+    const next = store.settleNow(call.kind, call.storeKey);
+    if (!this.#done) this.#wakeIn(next);
+  }
 }

@@ -50,7 +50,7 @@ function acquireFrom(
   if (settings.waitMs > 0 || settings.retries > 0) return acquireLocally(store, settings, call, token, startedAt);
   const reply = store.takeNow(call.kind, call.storeKey, token, call.limit, call.weight, call.leaseMs, call.tenant);
   return reply.acquired
-    ? acquired(call, store, token, reply, startedAt, startedAt, 0)
+    ? acquired(store, token, reply.fence as number, startedAt, startedAt, 0)
     : refused(call, reply, why(reply), startedAt);
 }
 
@@ -68,7 +68,9 @@ async function acquireRemotely(
     const sentAt = performance.now();
     const reply = await acquireOrCleanUp(store, call, token);
     if (signal?.aborted) await abandon(store, call, token, signal);
-    return reply.acquired ? acquired(call, store, token, reply, sentAt, startedAt) : refused(call, reply, why(reply), startedAt);
+    return reply.acquired
+      ? acquired(store, token, reply.fence as number, sentAt, startedAt)
+      : refused(call, reply, why(reply), startedAt);
   }
 
   const attempt = async (queue?: QueueOptions): Promise<AcquireReply> => {
@@ -82,7 +84,7 @@ async function acquireRemotely(
     const sentAt = performance.now();
     // Joining: a failure here ends the call, with the clean-up of an unknown outcome.
     const reply = await attempt(queue);
-    if (reply.acquired) return acquired(call, store, token, reply, sentAt, startedAt);
+    if (reply.acquired) return acquired(store, token, reply.fence as number, sentAt, startedAt);
     if (reply.queued !== true) {
       return refused(call, reply, reply.queueFull === true ? "queue-full" : why(reply), startedAt);
     }
@@ -97,7 +99,7 @@ async function acquireRemotely(
         retryAfterMs: reply.retryAfterMs,
         joinedAt: sentAt,
       });
-      const had = acquired(call, store, token, granted, "sentAt" in granted ? granted.sentAt : sentAt, startedAt);
+      const had = acquired(store, token, granted.fence as number, "sentAt" in granted ? granted.sentAt : sentAt, startedAt);
       if ("until" in granted) had.until = granted.until;
       return had;
     } catch (error) {
@@ -112,7 +114,7 @@ async function acquireRemotely(
   for (let count = 0; ; count++) {
     const sentAt = performance.now();
     const reply = await attempt();
-    if (reply.acquired) return acquired(call, store, token, reply, sentAt, startedAt);
+    if (reply.acquired) return acquired(store, token, reply.fence as number, sentAt, startedAt);
     if (count >= settings.retries) return refused(call, reply, why(reply), startedAt);
     if (settings.retryDelayMs > 0) await pauseUnlessAborted(settings.retryDelayMs, signal);
   }

@@ -27,6 +27,13 @@ export class DistributedLock extends Leasing<LeaseHandle> implements Lock {
   /** The default owner's token tag (see `ownerTag`). */
   readonly #tag: TokenTag;
 
+  /** One for the HTTP adapters (`lockEngine()`): its refusals carry no stack trace. */
+  static forEngine(args: readonly unknown[]): DistributedLock {
+    const made = new DistributedLock(args);
+    made.refuseWithoutStack();
+    return made;
+  }
+
   /** `args`: either call form of {@link lock}. */
   constructor(args: readonly unknown[]) {
     const options = factoryOptions(args, "lock", LOCK_FACTORY_OPTIONS);

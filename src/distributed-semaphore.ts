@@ -43,6 +43,13 @@ export class DistributedSemaphore extends Leasing<SemaphoreLeaseHandle> implemen
   /** The token tags of calls with the default owner, by limit (one, unless the limit is a function or a call passes its own). */
   readonly #tags = new Map<number, TokenTag>();
 
+  /** One for the HTTP adapters (`semaphoreEngine()`): its refusals carry no stack trace. */
+  static forEngine(args: readonly unknown[]): DistributedSemaphore {
+    const made = new DistributedSemaphore(args);
+    made.refuseWithoutStack();
+    return made;
+  }
+
   /** `args`: either call form of {@link semaphore}. */
   constructor(args: readonly unknown[]) {
     const options = factoryOptions(args, "semaphore", SEMAPHORE_FACTORY_OPTIONS);

@@ -48,34 +48,6 @@ function nextTick(now: number, heartbeatMs: number): number {
 }
 
 /**
- * The final release of `run`. A release the body already made is waited for,
- * not repeated: one round trip, and its answer decides a loss. Only if the
- * store failed to answer it (the lease may still be held) is it sent again.
- */
-async function giveBack(
-  lease: LeaseHandle,
-  pastDeadline: () => boolean,
-  onRenewError: CallSettings["onRenewError"],
-): Promise<void> {
-  const early = lease.releasing;
-  if (early !== undefined) {
-    try {
-      await early;
-      return;
-    } catch {
-      // The body saw this failure itself; the deadline decides whether the lease was kept meanwhile.
-      pastDeadline();
-    }
-  }
-  try {
-    await lease.release();
-  } catch (error) {
-    // The store did not answer: the permit lapses with its lease. Not a loss.
-    report(lease, onRenewError, error);
-  }
-}
-
-/**
  * Runs `fn` while keeping `lease`: renews every `heartbeatMs` (never two
  * renewals at once; ticks are aligned across leases so that a store can send
  * the renewals of one id together), and declares the lease lost when a renewal answers "not
@@ -92,40 +64,47 @@ async function giveBack(
  *
  * On loss, `lease.signal` aborts with the LeaseLost error and the returned
  * promise rejects with that same error, even when `fn` resolved.
+ *
+ * No async frame: a body that settles at once, on a store that answers at
+ * once (the embedded one), is given back in the same turn, and a body's
+ * promise costs one `then` (each async layer here had cost a promise and
+ * its ticks on every `run`).
  */
-export async function keepLease<L extends LeaseHandle, T>(
-  lease: L,
-  fn: (lease: L) => T | PromiseLike<T>,
-  options: KeptBy,
-): Promise<T> {
-  const keeping = new Keeping(lease, options);
-  let settled: { ok: true; value: T } | { ok: false; error: unknown };
+export function keepLease<L extends LeaseHandle, T>(lease: L, fn: (lease: L) => T | PromiseLike<T>, options: KeptBy): Promise<T> {
+  const keeping = new Keeping<T>(lease, options);
+  let result: T | PromiseLike<T>;
   try {
-    settled = { ok: true, value: await fn(lease) };
+    result = fn(lease);
   } catch (error) {
-    settled = { ok: false, error };
+    return ended(keeping, false, error);
   }
-  await keeping.end();
+  if (!isThenable(result)) return ended(keeping, true, result);
+  return Promise.resolve(result).then(
+    (value) => keeping.end(true, value),
+    (error: unknown) => keeping.end(false, error),
+  );
+}
 
-  const lost = lease.lost;
-  if (lost !== undefined) {
-    if (!settled.ok && settled.error !== lost && lost.cause === undefined) {
-      // Keep the body's own failure reachable instead of dropping it.
-      Object.defineProperty(lost, "cause", { value: settled.error, configurable: true, writable: true });
-    }
-    throw lost;
+/** `run`'s promise once its body settled at once. */
+function ended<T>(keeping: Keeping<T>, ok: boolean, value: unknown): Promise<T> {
+  try {
+    const outcome = keeping.end(ok, value);
+    return outcome instanceof Promise ? outcome : Promise.resolve(outcome);
+  } catch (error) {
+    return Promise.reject(error);
   }
-  if (!settled.ok) throw settled.error;
-  return settled.value;
+}
+
+function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | null)?.then === "function";
 }
 
 /** One lease being kept: its tick, its renewal in flight. A class, not closures: `run` makes one per call. */
-class Keeping {
+class Keeping<T> {
   #timer: Due | undefined;
   #renewal: Promise<void> | undefined;
   #done = false;
   readonly #tick = (): void => this.#ticked();
-  readonly #renew = (): void => this.#renewNow();
 
   constructor(
     private readonly lease: LeaseHandle,
@@ -135,15 +114,75 @@ class Keeping {
     this.#schedule();
   }
 
-  /** The body settled: check the deadline in this same turn, stop the timer, wait for a renewal, give back. */
-  async end(): Promise<void> {
+  /**
+   * The body settled (`ok`: with `value`, else with the error `value`): check
+   * the deadline in this same turn, stop the timer, wait for a renewal in
+   * flight, give back; then the body's outcome, or the LeaseLost error.
+   * Synchronous when nothing needs waiting for (the embedded store).
+   */
+  end(ok: boolean, value: unknown): T | Promise<T> {
     this.lease.finishing = true;
     // Same turn as the body's completion: a timer cannot have run if the body blocked.
     this.#pastDeadline();
     this.#done = true;
     backgroundTimers.cancel(this.#timer);
-    if (this.#renewal !== undefined) await this.#renewal;
-    await giveBack(this.lease, () => this.#pastDeadline(), this.options.onRenewError);
+    if (this.#renewal !== undefined) return this.#renewal.then(() => this.#giveBack(ok, value));
+    return this.#giveBack(ok, value);
+  }
+
+  /**
+   * The final release of `run`. A release the body already made is waited for,
+   * not repeated: one round trip, and its answer decides a loss. Only if the
+   * store failed to answer it (the lease may still be held) is it sent again.
+   */
+  #giveBack(ok: boolean, value: unknown): T | Promise<T> {
+    const early = this.lease.releasing;
+    if (early === undefined) return this.#release(ok, value);
+    return early.then(
+      () => this.#outcome(ok, value),
+      () => {
+        // The body saw this failure itself; the deadline decides whether the lease was kept meanwhile.
+        this.#pastDeadline();
+        return this.#release(ok, value);
+      },
+    );
+  }
+
+  #release(ok: boolean, value: unknown): T | Promise<T> {
+    let answer: boolean | Promise<boolean>;
+    try {
+      answer = this.lease.giveBack();
+    } catch (error) {
+      this.#failedRelease(error);
+      return this.#outcome(ok, value);
+    }
+    if (typeof answer === "boolean") return this.#outcome(ok, value);
+    return answer.then(
+      () => this.#outcome(ok, value),
+      (error: unknown) => {
+        this.#failedRelease(error);
+        return this.#outcome(ok, value);
+      },
+    );
+  }
+
+  /** The store did not answer the release: the permit lapses with its lease. Not a loss. */
+  #failedRelease(error: unknown): void {
+    report(this.lease, this.options.onRenewError, error);
+  }
+
+  /** What `run` settles with: the LeaseLost error once the lease was lost (the body's failure as its cause), else the body's outcome. */
+  #outcome(ok: boolean, value: unknown): T {
+    const lost = this.lease.lost;
+    if (lost !== undefined) {
+      if (!ok && value !== lost && lost.cause === undefined) {
+        // Keep the body's own failure reachable instead of dropping it.
+        Object.defineProperty(lost, "cause", { value, configurable: true, writable: true });
+      }
+      throw lost;
+    }
+    if (!ok) throw value;
+    return value as T;
   }
 
   // Once the holder has released, only that release's answer says whether the lease was lost.
@@ -192,7 +231,7 @@ class Keeping {
     if (this.options.heartbeatMs !== false && this.#renewal === undefined) {
       // Claimed now (never two at once), sent with the other renewals due in this turn.
       this.#renewal = Promise.resolve();
-      renewSoon(this.#renew);
+      renewSoon(() => this.#renewNow());
     }
     this.#schedule();
   }

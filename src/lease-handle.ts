@@ -21,6 +21,10 @@ export interface LeaseOwner {
  */
 const CLOCK_GRAIN_MS = 1;
 
+/** The settled answers of an embedded store's release, shared: a resolved promise holds no state of its own. */
+const RELEASED = Promise.resolve(true);
+const NOT_OURS = Promise.resolve(false);
+
 /**
  * The one lease implementation behind semaphores and locks. `deadline` is on
  * the process's monotonic clock: the send time of the last successful
@@ -120,13 +124,23 @@ export class LeaseHandle implements Lease {
 
   release(): Promise<boolean> {
     if (this.#released) return Promise.resolve(false);
+    const answer = this.giveBack();
+    return typeof answer === "boolean" ? (this.#releasing as Promise<boolean>) : answer;
+  }
+
+  /**
+   * `release()` as `run`'s keeper makes it: the answer itself when the store
+   * gives it at once (the embedded store), else its promise.
+   */
+  giveBack(): boolean | Promise<boolean> {
+    if (this.#released) return Promise.resolve(false);
     this.#released = true;
     const store = this.#call.store;
     if (isMemoryStore(store)) {
       // The embedded store answers at once: no round trip to bound, check or undo.
-      const ours = store.releaseNow(this.#call.kind, this.#call.storeKey, this.token, this.#heldMs());
-      this.#releasing = Promise.resolve(this.#answered(ours));
-      return this.#releasing;
+      const ours = this.#answered(store.releaseNow(this.#call.kind, this.#call.storeKey, this.token, this.#heldMs()));
+      this.#releasing = ours ? RELEASED : NOT_OURS;
+      return ours;
     }
     const releasing = this.#giveBack();
     // Unless a store that throws synchronously has already undone it.

@@ -1,12 +1,13 @@
 import { acquireLease } from "./acquire.js";
 import { breakerOf, healthOfSource, type StoreHealth } from "./breaker.js";
+import { withoutStack } from "./errors/base.js";
 import { ValidationError } from "./errors.js";
 import { type Subject, subjectOf } from "./events.js";
 import { type CloseOptions, Holdings } from "./holdings.js";
 import { keepLease } from "./keeper.js";
 import type { LeaseCall } from "./lease-call.js";
 import { LeaseHandle } from "./lease-handle.js";
-import type { Acquired, Refused } from "./outcomes.js";
+import { type Acquired, publishAcquired, type Refused } from "./outcomes.js";
 import { type CallSettings, type Defaults, type LeaseOption, resolveDefaults } from "./settings.js";
 import type { Inspection, Store } from "./store/types.js";
 import { bounded, send } from "./store-call.js";
@@ -42,6 +43,7 @@ export abstract class Leasing<L extends LeaseHandle> {
   protected readonly defaults: Defaults;
   protected readonly holdings: Holdings;
   readonly #primitive: Primitive;
+  #quietRefusals = false;
 
   /** `options`: the factory's, as `factoryOptions` gathered them. */
   constructor(primitive: Primitive, options: Record<string, unknown>) {
@@ -68,14 +70,35 @@ export abstract class Leasing<L extends LeaseHandle> {
     }
   }
 
-  async run<T>(id: string, fn: (lease: L) => T | PromiseLike<T>, options?: object): Promise<T> {
-    if (typeof fn !== "function") {
-      throw new ValidationError("fn", `run(id, fn) needs a function to run while the ${this.#primitive.holds} is held.`);
+  run<T>(id: string, fn: (lease: L) => T | PromiseLike<T>, options?: object): Promise<T> {
+    try {
+      if (typeof fn !== "function") {
+        throw new ValidationError("fn", `run(id, fn) needs a function to run while the ${this.#primitive.holds} is held.`);
+      }
+      const call = this.prepare(id, options, true);
+      const taken = this.#take(call);
+      if (taken instanceof Promise) return taken.then((outcome) => this.#keep(call, outcome, fn));
+      return this.#keep(call, taken, fn);
+    } catch (error) {
+      return Promise.reject(error);
     }
-    const call = this.prepare(id, options, true);
-    const taken = this.#take(call);
-    const outcome = taken instanceof Promise ? await taken : taken;
-    if (!(outcome instanceof LeaseHandle)) throw call.notAcquired(outcome);
+  }
+
+  /**
+   * For the HTTP adapters' entry point (`semaphoreEngine()`, `lockEngine()`):
+   * `run`'s refusal errors are made without a stack trace. A refusal is an
+   * answer the adapter turns into a response, and capturing its stack was a
+   * third of a refused request's CPU. Public factories keep their stacks.
+   */
+  protected refuseWithoutStack(): void {
+    this.#quietRefusals = true;
+  }
+
+  /** `run` once the acquisition answered: the lease kept while `fn` runs, or the refusal thrown. */
+  #keep<T>(call: LeaseCall<L>, outcome: L | Refused, fn: (lease: L) => T | PromiseLike<T>): Promise<T> {
+    if (!(outcome instanceof LeaseHandle)) {
+      throw this.#quietRefusals ? withoutStack(() => call.notAcquired(outcome)) : call.notAcquired(outcome);
+    }
     return keepLease(outcome, fn, call.settings);
   }
 
@@ -175,6 +198,7 @@ export abstract class Leasing<L extends LeaseHandle> {
 
   #handle(call: LeaseCall<L>, outcome: Acquired | Refused): L | Refused {
     if (!outcome.acquired) return outcome;
+    publishAcquired(call, outcome);
     call.store = outcome.store;
     return this.holdings.adopt(call.lease(outcome));
   }

@@ -155,5 +155,5 @@ export interface LockEngine {
 
 /** Creates a {@link LockEngine}; options are checked as `lock(options)` checks them. Internal. */
 export function lockEngine(options: LockOptions): LockEngine {
-  return new DistributedLock([options]);
+  return DistributedLock.forEngine([options]);
 }

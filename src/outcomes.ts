@@ -48,22 +48,26 @@ export function retryEstimateMs(holdMs: number | undefined, expiresInMs: number)
 /** The reason of a refusal that was not a full queue. */
 export const why = (reply: AcquireReply): RefusalReason => (reply.tenantFull === true ? "tenant-full" : "full");
 
-// Every outcome leaves through one of these two, which also publish it.
-/** `grant` carries the fence (a store's reply, or a grant heard while waiting). */
+// Every outcome leaves through one of these two; a refusal is published here, a lease by `publishAcquired`
+// once the engine has it (a local waiter's grant is made inside the store's call, where nothing may be published).
+/** `fence`: the grant's (a store's reply, or a grant heard while waiting). */
 export function acquired(
-  call: LeaseCall,
   store: Store,
   token: string,
-  grant: { fence?: number },
+  fence: number,
   sentAt: number,
   startedAt: number,
   waitedMs = performance.now() - startedAt,
 ): Acquired {
-  const fence = grant.fence as number;
+  return { acquired: true, store, token, fence, sentAt, waitedMs };
+}
+
+/** Publishes a lease had (see {@link acquired}). */
+export function publishAcquired(call: LeaseCall, had: Acquired): void {
   if (channels.acquired.hasSubscribers) {
+    const { token, fence, waitedMs } = had;
     channels.acquired.publish({ ...call.subject, token, fence, waitedMs, ...call.permits } satisfies AcquiredEvent);
   }
-  return { acquired: true, store, token, fence, sentAt, waitedMs };
 }
 
 /** `reply`: the store's answer (its `retryAfterMs` is the nearest lease end). */

@@ -247,5 +247,5 @@ export interface SemaphoreEngine {
 
 /** Creates a {@link SemaphoreEngine}; options are checked as `semaphore(options)` checks them. Internal. */
 export function semaphoreEngine(options: SemaphoreOptions): SemaphoreEngine {
-  return new DistributedSemaphore([options]);
+  return DistributedSemaphore.forEngine([options]);
 }

@@ -18,3 +18,23 @@ export class LeaseholdError extends Error {
     this.code = code;
   }
 }
+
+/**
+ * Makes an error without capturing a stack trace: for refusals the engine
+ * makes for the HTTP adapters, which answer them and never show their stack.
+ * Internal: not exported by the package.
+ *
+ * @example
+ * ```ts
+ * const error = withoutStack(() => new LockNotAcquiredError("job", 1000));
+ * ```
+ */
+export function withoutStack<E>(make: () => E): E {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return make();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}

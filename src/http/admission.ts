@@ -48,8 +48,6 @@ export class Admission<Req, OnRejected = never> {
   readonly config: AdmissionConfig<Req, OnRejected>;
   readonly #engine: Engine;
   readonly #estimate = new RetryAfterEstimate();
-  /** The route's last answer was a refusal by a full semaphore or a held lock. */
-  #refusing = false;
 
   constructor(config: AdmissionConfig<Req, OnRejected>) {
     this.config = config;
@@ -103,7 +101,6 @@ export class Admission<Req, OnRejected = never> {
       let admittedAt: number | undefined;
       const hold = (lease: LeaseHandle & Partial<SemaphoreLease>): Promise<void> | undefined => {
         admittedAt = performance.now();
-        this.#refusing = false;
         if (lease.waitedMs > 0 && config.queues) this.#estimate.waited(lease.waitedMs);
         if (exchange.gone) {
           resolve("abandoned");
@@ -121,7 +118,6 @@ export class Admission<Req, OnRejected = never> {
         if (admittedAt !== undefined) return;
         if (exchange.gone) resolve("abandoned");
         else if (error instanceof SemaphoreNotAcquiredError || error instanceof LockNotAcquiredError) {
-          this.#refusing = true;
           resolve(this.#refused(error, id, limit, weight, tenant));
         } else if (error instanceof ShutdownError) {
           resolve(this.#announce(shuttingDownRejection(error, id, limit), tenant?.name));
@@ -130,23 +126,11 @@ export class Admission<Req, OnRejected = never> {
           resolve(config.failOpen ? "passed" : this.#storeDown(error, id, limit, tenant));
         } else reject(error);
       };
-      // A refusal the store answers at once (the memory store) is thrown inside `run` before its first
-      // await: its stack would only point into the adapter, and capturing it was a third of a refused
-      // request's CPU. While the route is refusing (its last answer was a refusal), errors made in this
-      // synchronous stretch carry no stack, as the adapters' own refusal exceptions (withoutStackTrace).
-      // Only then: writing `Error.stackTraceLimit` on every admitted request counted as a cost of its own.
-      const refusing = this.#refusing;
-      const stackTraceLimit = Error.stackTraceLimit;
-      if (refusing) Error.stackTraceLimit = 0;
-      let running: Promise<unknown>;
-      try {
-        running =
-          this.#engine.kind === "semaphore"
-            ? this.#engine.engine.run(id, hold, this.#runOptions(limit, weight, tenant, exchange))
-            : this.#engine.engine.run(id, hold, config.mayWait ? { signal: exchange.clientSignal } : undefined);
-      } finally {
-        if (refusing) Error.stackTraceLimit = stackTraceLimit;
-      }
+      // The engine made for adapters (semaphoreEngine, lockEngine) builds its refusals without a stack.
+      const running: Promise<unknown> =
+        this.#engine.kind === "semaphore"
+          ? this.#engine.engine.run(id, hold, this.#runOptions(limit, weight, tenant, exchange))
+          : this.#engine.engine.run(id, hold, config.mayWait ? { signal: exchange.clientSignal } : undefined);
       running.then(held, failed);
     });
   }

@@ -81,7 +81,8 @@ export function queueWaiter(
     limit,
     tenantLimit,
     expiresAt: local !== undefined ? local.until : expiresAt,
-    local: local !== undefined ? { leaseMs: local.leaseMs, onGrant: local.onGrant, onClose: local.onClose } : undefined,
+    // Kept as given: a local wait is its own join (an object with methods), called as `local.onGrant(...)`.
+    local,
   };
 }
 
