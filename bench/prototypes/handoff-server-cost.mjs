@@ -34,12 +34,16 @@ for (let i = 0; i < 48; i++) {
 }
 await client.config("RESETSTAT");
 const counts = { release: 0, extend: 0, join: 0, refresh: 0 };
-if (process.env.PAUSE) { console.error("ready"); await new Promise((r) => setTimeout(r, 1500)); }
+if (process.env.PAUSE) {
+  console.error("ready");
+  await new Promise((r) => setTimeout(r, 1500));
+}
 for (let s = 0; s < steps; s++) {
   const out = holders.shift();
   const released = await store.semaphore.release({ storeKey, token: out, weight: 1, heldMs: 5 });
   counts.release++;
-  if (released !== true && released?.ok !== true && typeof released !== "object") throw new Error(`release answered ${JSON.stringify(released)}`);
+  if (released !== true && released?.ok !== true && typeof released !== "object")
+    throw new Error(`release answered ${JSON.stringify(released)}`);
   const head = waiters.shift();
   const ok = await store.semaphore.extend({ storeKey, token: head, leaseMs: 60_000, weight: 1 });
   counts.extend++;
@@ -59,7 +63,8 @@ let inner = 0;
 for (const line of stats.split("\n")) {
   const m = /^cmdstat_(\w+):calls=(\d+),usec=(\d+)/.exec(line);
   if (!m) continue;
-  if (m[1] === "evalsha") console.log(`evalsha per step: ${(Number(m[2]) / steps).toFixed(2)}, usec per step ${(Number(m[3]) / steps).toFixed(1)}`);
+  if (m[1] === "evalsha")
+    console.log(`evalsha per step: ${(Number(m[2]) / steps).toFixed(2)}, usec per step ${(Number(m[3]) / steps).toFixed(1)}`);
   else if (m[1] !== "config" && m[1] !== "info") inner += Number(m[2]);
 }
 console.log(`redis.call()s per step: ${(inner / steps).toFixed(1)}`, counts);
