@@ -4,6 +4,7 @@ import { LeaseholdError, StorePermissionError, StoreUnavailableError } from "./e
 import { channels, type StoreErrorEvent, type Subject } from "./events.js";
 import { answersInProcess } from "./store/shape.js";
 import { type AcquireReply, declaredMs, declaredTimeoutMs, type QueueOptions, type Store } from "./store/types.js";
+import { deadlinesOf } from "./store-deadlines.js";
 import { isAcquireReply } from "./store-replies.js";
 
 /**
@@ -108,6 +109,22 @@ export function bounded<T>(
   subject?: Subject,
   spentMs = 0,
 ): Promise<T> {
+  return boundedOr(store, operation, pending, valid, subject, spentMs, undefined);
+}
+
+/**
+ * `bounded`, and `onFailure` runs on any failure before the caller hears of it: the acquire's
+ * clean-up, without a `.catch` (a promise and a closure) on every call.
+ */
+function boundedOr<T>(
+  store: Store,
+  operation: string,
+  pending: Promise<T>,
+  valid: (reply: unknown) => boolean,
+  subject: Subject | undefined,
+  spentMs: number,
+  onFailure: (() => void) | undefined,
+): Promise<T> {
   const bound = timeoutOf(store);
   const limit = bound === undefined ? undefined : Math.max(1, Math.ceil(bound - spentMs));
   // Every answer says the store is up; a call that could not reach it takes it down. Told from the
@@ -119,17 +136,20 @@ export function bounded<T>(
     return Promise.resolve(pending).then(
       (reply) => {
         breaker?.answered();
-        return checked(store, operation, reply, valid, subject);
+        if (onFailure === undefined || valid(reply)) return checked(store, operation, reply, valid, subject);
+        onFailure();
+        throw badReply(store, operation, reply, subject);
       },
       (error: unknown) => {
         breaker?.failed(error);
+        onFailure?.();
         throw failed(store, operation, error, subject);
       },
     );
   }
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
+  const deadlines = deadlinesOf(store);
+  return new Promise<T>((resolve, reject) => {
+    const expire = () => {
       const error = storeFailure(
         store,
         operation,
@@ -139,21 +159,27 @@ export function bounded<T>(
       );
       error.unreachable = true;
       breaker?.failed(error);
+      onFailure?.();
       reject(error);
-    }, limit);
+    };
+    // One timer per store for all its calls out, not one per call (store-deadlines.ts).
+    const entry = deadlines.add(performance.now() + limit, expire);
+    Promise.resolve(pending).then(
+      (reply) => {
+        if (!deadlines.settle(entry)) return;
+        breaker?.answered();
+        if (valid(reply)) return resolve(reply);
+        onFailure?.();
+        reject(badReply(store, operation, reply, subject));
+      },
+      (error: unknown) => {
+        if (!deadlines.settle(entry)) return;
+        breaker?.failed(error);
+        onFailure?.();
+        reject(failed(store, operation, error, subject));
+      },
+    );
   });
-  return Promise.race([pending, timeout]).then(
-    (reply) => {
-      clearTimeout(timer);
-      breaker?.answered();
-      return checked(store, operation, reply, valid, subject);
-    },
-    (error: unknown) => {
-      clearTimeout(timer);
-      breaker?.failed(error);
-      throw failed(store, operation, error, subject);
-    },
-  );
 }
 
 /** A leave answers nothing the engine reads: any answer is an answer. */
@@ -218,9 +244,13 @@ export function acquireOrCleanUp(store: Store, ops: AcquireCalls, token: string,
   } catch (error) {
     pending = Promise.reject(error);
   }
-  return bounded(store, "acquire", pending, isAcquireReply, ops.subject).catch((error: unknown) => {
-    leave(store, ops, token).catch(ignore);
-    leaveIfTaken(store, ops, token, Promise.resolve(pending));
-    throw error;
+  return boundedOr(store, "acquire", pending, isAcquireReply, ops.subject, 0, () => {
+    // Runs before the caller hears of the failure, inside the bound's handlers: it must not throw.
+    try {
+      leave(store, ops, token).catch(ignore);
+      leaveIfTaken(store, ops, token, Promise.resolve(pending));
+    } catch {
+      // The lease's own expiry is the backstop.
+    }
   });
 }

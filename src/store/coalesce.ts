@@ -1,6 +1,10 @@
-interface Waiting<R> {
-  resolve(value: R): void;
+/** What a caller's answer is made of: its reply and its own item (a stable function, not a closure per call). */
+type Finish<I, R, T> = (reply: R, item: I) => T | PromiseLike<T>;
+
+interface Waiting<I, R> {
+  resolve(value: unknown): void;
   reject(error: unknown): void;
+  finish: Finish<I, R, unknown>;
 }
 
 interface Group<I, R> {
@@ -8,8 +12,10 @@ interface Group<I, R> {
   inFlight: number;
   /** Items issued while enough were in flight, to go out together at the end of this turn. */
   items: I[];
-  waiting: Waiting<R>[];
+  waiting: Waiting<I, R>[];
 }
+
+const asIs = <R>(reply: R): R => reply;
 
 /**
  * Sends calls of one kind on one id as one script call with many items, when
@@ -32,20 +38,27 @@ export class Coalescer<I, R> {
     private readonly send: (group: string, items: I[]) => Promise<readonly R[]>,
   ) {}
 
-  call(name: string, item: I): Promise<R> {
+  /**
+   * Sends `item` with the others of its group, and answers `finish(reply, item)`: the caller's own
+   * answer is made where its reply is handed out, not in a `.then` of the caller's (one promise and
+   * one turn less per call). `finish` may answer a promise (a follow-up call), which is adopted.
+   */
+  call(name: string, item: I): Promise<R>;
+  call<T>(name: string, item: I, finish: Finish<I, R, T>): Promise<T>;
+  call(name: string, item: I, finish: Finish<I, R, unknown> = asIs): Promise<unknown> {
     let group = this.#groups.get(name);
     if (group === undefined) {
       group = { inFlight: 0, items: [], waiting: [] };
       this.#groups.set(name, group);
     }
     if (group.inFlight < this.threshold && group.items.length === 0) {
-      return this.#dispatch(name, group, [item], true) as Promise<R>;
+      return this.#dispatch(name, group, [item], finish);
     }
     const current = group;
-    return new Promise<R>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       if (current.items.length === 0) queueMicrotask(() => this.#flush(name, current));
       current.items.push(item);
-      current.waiting.push({ resolve, reject });
+      current.waiting.push({ resolve, reject, finish });
     });
   }
 
@@ -53,9 +66,16 @@ export class Coalescer<I, R> {
     const { items, waiting } = group;
     group.items = [];
     group.waiting = [];
-    (this.#dispatch(name, group, items, false) as Promise<readonly R[]>).then(
+    (this.#dispatch(name, group, items, undefined) as Promise<readonly R[]>).then(
       (replies) => {
-        for (let i = 0; i < waiting.length; i++) (waiting[i] as Waiting<R>).resolve(replies[i] as R);
+        for (let i = 0; i < waiting.length; i++) {
+          const one = waiting[i] as Waiting<I, R>;
+          try {
+            one.resolve(one.finish(replies[i] as R, items[i] as I));
+          } catch (error) {
+            one.reject(error);
+          }
+        }
       },
       (error: unknown) => {
         for (const one of waiting) one.reject(error);
@@ -63,8 +83,11 @@ export class Coalescer<I, R> {
     );
   }
 
-  /** Sends `items`; answers the replies, or the first alone when `one` (a call that went at once: one promise less). */
-  #dispatch(name: string, group: Group<I, R>, items: I[], one: boolean): Promise<readonly R[] | R> {
+  /**
+   * Sends `items`; answers the replies, or with `finish` (a call that went at once, alone) its own
+   * answer: one promise less.
+   */
+  #dispatch(name: string, group: Group<I, R>, items: I[], finish: Finish<I, R, unknown> | undefined): Promise<unknown> {
     group.inFlight++;
     let sent: Promise<readonly R[]>;
     try {
@@ -82,7 +105,7 @@ export class Coalescer<I, R> {
         if (!Array.isArray(replies) || replies.length !== items.length) {
           throw new Error(`a coalesced call of ${items.length} answered ${JSON.stringify(replies)}`);
         }
-        return one ? (replies[0] as R) : replies;
+        return finish === undefined ? replies : finish(replies[0] as R, items[0] as I);
       },
       (error: unknown) => {
         done();

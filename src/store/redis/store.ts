@@ -4,7 +4,7 @@ import { type RedisClient, type ScriptClient, scriptClient } from "../clients.js
 import { GroupedStore, type Kind } from "../grouped.js";
 import type { AcquireReply, Inspection, LockStats, SemaphoreCounts, Store, WaiterRefresh } from "../types.js";
 import { FastPaths } from "./fast.js";
-import { acquireReply, flag, heldArgument, inspection, refreshed, takeReply } from "./replies.js";
+import { acquireReply, flag, heldArgument, inspection, refreshed, type TakeAnswer, takeReply } from "./replies.js";
 import { runScript, type Script, type Scripts, unexpected } from "./scripts.js";
 import { Announcements } from "./watch.js";
 
@@ -32,6 +32,7 @@ const snapshotTake = ({
   leaseMs,
   tenant: tenant === undefined ? undefined : { ...tenant },
 });
+const isOne = (reply: number | undefined): boolean => reply === 1;
 const keysOf = (kind: Kind, key: string): string[] => (kind === "semaphore" ? semaphoreKeys(key) : lockKeys(key));
 
 /** The Store over Redis: the fast paths in ./fast.ts, the full scripts here, grants in ./watch.ts. */
@@ -108,10 +109,16 @@ export class RedisLeaseStore extends GroupedStore implements Store {
     // caller may reuse or change as soon as the call returns (the memory store reads it at once too).
     const take = snapshotTake(given);
     // Almost every request: one declared key, gathered with the others of the same turn on this id.
-    return this.fast.takes
-      .call(take.storeKey, take)
-      .then((answer) => (answer === undefined ? this.#fullAcquire(take) : takeReply(answer)));
+    return this.fast.takes.call(take.storeKey, take, this.#taken);
   }
+
+  /** A fast take's answer as the Store says it, or the full acquire when the id has waiters. */
+  readonly #taken = (answer: TakeAnswer, take: calls.SemaphoreAcquireCall): AcquireReply | Promise<AcquireReply> =>
+    answer === undefined ? this.#fullAcquire(take) : takeReply(answer);
+
+  /** A fast return's answer, or the full release when the id has waiters. */
+  readonly #returned = (returned: number | undefined, lease: calls.SemaphoreReleaseCall): boolean | Promise<boolean> =>
+    returned === undefined ? this.#fullRelease(lease) : returned === 1;
 
   /** The full acquire: waiting, tenants' turns, waiters ahead. */
   #fullAcquire(call: calls.SemaphoreAcquireCall): Promise<AcquireReply> {
@@ -135,7 +142,7 @@ export class RedisLeaseStore extends GroupedStore implements Store {
   }
 
   extend(kind: Kind, call: calls.SemaphoreExtendCall): Promise<boolean> {
-    if (kind === "semaphore") return this.fast.extends.call(call.storeKey, { ...call }).then((extended) => extended === 1);
+    if (kind === "semaphore") return this.fast.extends.call(call.storeKey, { ...call }, isOne);
     const script = this.scripts.lockExtend;
     return this.run(script, [call.storeKey], [call.token, call.leaseMs]).then((reply) => flag(reply, script));
   }
@@ -145,9 +152,7 @@ export class RedisLeaseStore extends GroupedStore implements Store {
     if (call.weight !== undefined && !this.fast.contended(call.storeKey)) {
       // A copy, as for an acquire: read at the end of the turn, and again after a round trip.
       const lease = { storeKey: call.storeKey, token: call.token, weight: call.weight, heldMs: call.heldMs };
-      return this.fast.returns
-        .call(lease.storeKey, lease)
-        .then((returned) => (returned === undefined ? this.#fullRelease(lease) : returned === 1));
+      return this.fast.returns.call(lease.storeKey, lease, this.#returned);
     }
     return this.#fullRelease(call);
   }
