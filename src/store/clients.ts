@@ -2,6 +2,7 @@
 // here: the store (redis.ts) talks to a ScriptClient only. No client package
 // is imported: clients are recognised by their shape, so a user of one library
 // never installs another.
+import { TurnWrites } from "./turn-writes.js";
 
 /**
  * An ioredis `Redis` or `Cluster`, or an iovalkey one (the ioredis fork for
@@ -90,21 +91,8 @@ interface Emitter {
   listenerCount?(event: string): number;
 }
 
-/** The part of a Node socket the client writes to that gathers writes: see `IoredisClient.#gather`. */
-interface Corkable {
-  cork(): void;
-  uncork(): void;
-  writable?: boolean;
-}
-
 class IoredisClient implements ScriptClient {
-  /** The socket corked until the end of this turn, if any. */
-  #corked: Corkable | undefined;
-  readonly #uncork = (): void => {
-    const stream = this.#corked;
-    this.#corked = undefined;
-    stream?.uncork();
-  };
+  readonly #writes = new TurnWrites();
 
   constructor(
     private readonly raw: Loose,
@@ -112,23 +100,8 @@ class IoredisClient implements ScriptClient {
   ) {}
 
   evalsha(sha: string, keys: readonly string[], args: readonly Arg[]): Promise<unknown> {
-    this.#gather();
+    this.#writes.gather(this.raw.stream);
     return (this.raw.evalsha as (...a: Arg[]) => Promise<unknown>)(sha, keys.length, ...keys, ...args);
-  }
-
-  /**
-   * ioredis writes each command to its socket at once, one system call each: the script calls of one
-   * turn (the takes and the returns of several ids, each coalesced) go out in one write instead, by
-   * corking the socket until the turn's microtasks have run. Nothing waits: the write is made in the
-   * same turn. A single connection only (a Cluster has one socket per node).
-   */
-  #gather(): void {
-    if (this.#corked !== undefined) return;
-    const stream = this.raw.stream as Corkable | undefined;
-    if (typeof stream?.cork !== "function" || stream.writable !== true) return;
-    stream.cork();
-    this.#corked = stream;
-    process.nextTick(this.#uncork);
   }
 
   eval(source: string, keys: readonly string[], args: readonly Arg[]): Promise<unknown> {
