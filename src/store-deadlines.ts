@@ -32,6 +32,8 @@ export class Deadlines {
   #head = 0;
   /** Armed for the head's deadline, or an earlier one (it then arms again): at most one per `bound`. */
   #timer: NodeJS.Timeout | undefined;
+  /** When `#timer` fires (performance.now() clock). */
+  #armedAt = 0;
 
   /**
    * Bounds a call: `expire` runs at `at` (on the `performance.now()` clock) or just after, unless
@@ -56,6 +58,12 @@ export class Deadlines {
     }
     queue.push(entry);
     if (this.#timer === undefined) this.#arm(at);
+    else if (at < this.#armedAt) {
+      // The timer is left from calls all answered, armed for a later deadline than this one's (a
+      // call given less than the whole bound): it would bound this call late.
+      clearTimeout(this.#timer);
+      this.#arm(at);
+    }
     // A call out keeps the process alive until it is answered or times out, as its own timer did.
     else if (queue.length - this.#head === 1) this.#timer.ref();
     return entry;
@@ -87,6 +95,7 @@ export class Deadlines {
   }
 
   #arm(at: number): void {
+    this.#armedAt = at;
     this.#timer = setTimeout(() => this.#fire(), Math.max(1, Math.ceil(at - performance.now())));
   }
 
