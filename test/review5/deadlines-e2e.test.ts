@@ -1,0 +1,92 @@
+// Review 5: the one deadline timer per store (src/store-deadlines.ts) over a real Redis, through a
+// custom store that answers its calls out of order, late, or never. Every call must time out on its
+// own bound, a late answer must not be heard, and an acquire that timed out must have its permit given
+// back when its late answer arrives.
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { redisStore, type Store, StoreUnavailableError, semaphore } from "../../src/index.js";
+import { newRedis } from "../support/redis.js";
+import { type AnyCall, eventually, mapCalls } from "../support/stores.js";
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A store over Redis whose n-th semaphore acquire is held (`delayMs`, or forever with -1). */
+function held(plan: (n: number) => number, timeoutMs = 300): Store {
+  const inner = redisStore(newRedis());
+  let n = 0;
+  const around = (name: string, real: AnyCall): AnyCall =>
+    ((call: never) => {
+      if (name !== "semaphore.acquire") return real(call);
+      const delay = plan(++n);
+      if (delay < 0) return new Promise(() => {});
+      // Held on the way there: the acquire reaches Redis after the clean-up's leave.
+      if (delay >= 10_000) return pause(delay - 10_000).then(() => real(call));
+      const answer = Promise.resolve(real(call));
+      return delay === 0 ? answer : answer.then(async (reply) => (await pause(delay), reply));
+    }) as AnyCall;
+  return { ...mapCalls(inner, around), timeoutMs };
+}
+
+const settled = (p: Promise<unknown>) =>
+  p.then(
+    (value) => ({ value, at: performance.now() }),
+    (error: unknown) => ({ error, at: performance.now() }),
+  );
+
+describe("store deadlines over Redis", () => {
+  it("a call that never answers times out while later ones answer", async () => {
+    const slots = semaphore({ client: held((n) => (n === 1 ? -1 : 0)), limit: 5, leaseMs: 10_000 });
+    const id = randomUUID();
+    const start = performance.now();
+    const first = settled(slots.acquire(id));
+    const later = await Promise.all([slots.acquire(id), slots.acquire(id)]);
+    expect(later.every((lease) => lease !== null)).toBe(true);
+    const out = await first;
+    expect((out as { error: unknown }).error).toBeInstanceOf(StoreUnavailableError);
+    expect(out.at - start).toBeLessThan(1_500);
+    for (const lease of later) await lease?.release();
+    expect(await slots.count(id)).toBe(0);
+  });
+
+  it("an acquire answered after its bound is not heard, and its permit is given back", async () => {
+    const slots = semaphore({ client: held((n) => (n === 1 ? 900 : n === 2 ? 100 : 0)), limit: 1, leaseMs: 30_000 });
+    const id = randomUUID();
+    const start = performance.now();
+    const first = settled(slots.acquire(id));
+    const second = settled(slots.acquire(id));
+    const [a, b] = await Promise.all([first, second]);
+    expect((a as { error: unknown }).error).toBeInstanceOf(StoreUnavailableError);
+    expect(a.at - start).toBeLessThan(800);
+    // The first took the only permit before the second asked: the second was refused.
+    expect((b as { value: unknown }).value).toBeNull();
+    // The late answer (acquired) arrives at ~900 ms: the permit must go back, not wait 30 s. Read
+    // through a plain store on the same server (the held one's breaker is open after the timeout).
+    const plain = semaphore({ client: redisStore(newRedis()), limit: 1, leaseMs: 30_000 });
+    await eventually(async () => (await plain.count(id)) === 0, 5_000);
+    const again = await plain.acquire(id);
+    expect(again).not.toBeNull();
+    await again?.release();
+  });
+
+  it("an acquire that reaches Redis after it timed out (and after its leave) has its permit given back", async () => {
+    const slots = semaphore({ client: held((n) => (n === 1 ? 10_700 : 0)), limit: 1, leaseMs: 30_000 });
+    const plain = semaphore({ client: redisStore(newRedis()), limit: 1, leaseMs: 30_000 });
+    const id = randomUUID();
+    await expect(slots.acquire(id)).rejects.toBeInstanceOf(StoreUnavailableError);
+    await pause(600);
+    await eventually(async () => (await plain.count(id)) === 0, 5_000);
+    const again = await plain.acquire(id);
+    expect(again).not.toBeNull();
+    await again?.release();
+  });
+
+  it("calls answered out of order within their bound are each heard", async () => {
+    const slots = semaphore({ client: held((n) => (n % 2 === 1 ? 150 : 0)), limit: 10, leaseMs: 10_000 });
+    const id = randomUUID();
+    const leases = await Promise.all(Array.from({ length: 8 }, () => slots.acquire(id)));
+    expect(leases.every((lease) => lease !== null)).toBe(true);
+    expect(await slots.count(id)).toBe(8);
+    for (const lease of leases) await lease?.release();
+    expect(await slots.count(id)).toBe(0);
+  });
+});
