@@ -1,0 +1,29 @@
+// Review 5: `run` lost its async frame (src/keeper.ts). A body's result is tested for a `then`
+// outside the try that ends the keeping: a result whose `then` getter throws (a proxy, a lazy
+// record) escaped before the lease was given back, so the permit stayed held and renewed for ever.
+// With `await fn(lease)` the throw was the body's failure and the lease was given back.
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { memoryStore, redisStore, type Store, semaphore } from "../../src/index.js";
+import { newRedis } from "../support/redis.js";
+
+const poisoned = () => ({
+  get then(): never {
+    throw new Error("no then here");
+  },
+});
+
+const stores: [string, () => Store][] = [
+  ["memory", () => memoryStore()],
+  ["redis", () => redisStore(newRedis())],
+];
+
+describe.each(stores)("run with a result whose then getter throws (%s)", (_name, make) => {
+  it("rejects with the body's error and gives the permit back", async () => {
+    const slots = semaphore({ client: make(), limit: 1, leaseMs: 2_000, heartbeatMs: 200 });
+    const id = randomUUID();
+    await expect(slots.run(id, poisoned)).rejects.toThrow("no then here");
+    expect(await slots.count(id)).toBe(0);
+    await slots.close?.();
+  });
+});
