@@ -73,12 +73,15 @@ function nextTick(now: number, heartbeatMs: number): number {
 export function keepLease<L extends LeaseHandle, T>(lease: L, fn: (lease: L) => T | PromiseLike<T>, options: KeptBy): Promise<T> {
   const keeping = new Keeping<T>(lease, options);
   let result: T | PromiseLike<T>;
+  let thenable: boolean;
   try {
     result = fn(lease);
+    // Inside the try: a `then` getter that throws is the body's failure, as `await` made it.
+    thenable = isThenable(result);
   } catch (error) {
     return ended(keeping, false, error);
   }
-  if (!isThenable(result)) return ended(keeping, true, result);
+  if (!thenable) return ended(keeping, true, result);
   return Promise.resolve(result).then(
     (value) => keeping.end(true, value),
     (error: unknown) => keeping.end(false, error),
