@@ -22,7 +22,7 @@ function held(plan: (n: number) => number, timeoutMs = 300): Store {
       // Held on the way there: the acquire reaches Redis after the clean-up's leave.
       if (delay >= 10_000) return pause(delay - 10_000).then(() => real(call));
       const answer = Promise.resolve(real(call));
-      return delay === 0 ? answer : answer.then(async (reply) => (await pause(delay), reply));
+      return delay === 0 ? answer : answer.then((reply) => pause(delay).then(() => reply));
     }) as AnyCall;
   return { ...mapCalls(inner, around), timeoutMs };
 }

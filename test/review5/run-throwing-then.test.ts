@@ -8,6 +8,7 @@ import { memoryStore, redisStore, type Store, semaphore } from "../../src/index.
 import { newRedis } from "../support/redis.js";
 
 const poisoned = () => ({
+  // biome-ignore lint/suspicious/noThenProperty: the very object this test needs: a then getter that throws.
   get then(): never {
     throw new Error("no then here");
   },
