@@ -1,5 +1,6 @@
 import type { ServerResponse } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
+import { withoutStack } from "../../src/errors/base.js";
 import type { LeaseLostError } from "../../src/errors.js";
 import type { Closable, CloseOptions } from "../../src/holdings.js";
 import { Admission } from "../../src/http/admission.js";
@@ -7,7 +8,7 @@ import { parseAdmissionOptions } from "../../src/http/config.js";
 import { Exchange, FENCE_HEADER, LeaseView } from "../../src/http/exchange.js";
 import { watchNodeResponse } from "../../src/http/node-response.js";
 import type { AdmissionRoute } from "../../src/http/options.js";
-import { leaseLostRejection, withoutStackTrace } from "../../src/http/problem.js";
+import { leaseLostRejection } from "../../src/http/problem.js";
 import { holdBody } from "./body.js";
 import { LeaseRejectedException, problemResponse } from "./exception.js";
 import type { HonoOnRejected } from "./types.js";
@@ -92,7 +93,7 @@ export function middleware(route: AdmissionRoute<Context, HonoOnRejected>, where
     if (outcome === "abandoned") return new Response(null, { status: 499 });
     if (!(outcome instanceof LeaseView)) {
       if (onRejected !== undefined) return onRejected(c, outcome);
-      throw withoutStackTrace(() => new LeaseRejectedException(outcome));
+      throw withoutStack(() => new LeaseRejectedException(outcome));
     }
 
     c.set("lease", outcome);

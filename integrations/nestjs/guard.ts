@@ -13,11 +13,12 @@ import {
 import { HttpAdapterHost, Reflector } from "@nestjs/core";
 import { finalize, type Observable } from "rxjs";
 import { CLOSE_GRACE_MS } from "../../src/defaults.js";
+import { withoutStack } from "../../src/errors/base.js";
 import { Admission } from "../../src/http/admission.js";
 import { given, parseAdmissionOptions } from "../../src/http/config.js";
 import { Exchange, FENCE_HEADER, LeaseView } from "../../src/http/exchange.js";
 import { watchNodeResponse } from "../../src/http/node-response.js";
-import { type Rejection, withoutStackTrace } from "../../src/http/problem.js";
+import type { Rejection } from "../../src/http/problem.js";
 import {
   ADMITTED,
   EXCHANGE,
@@ -116,7 +117,7 @@ export class LeaseholdGuard implements CanActivate, BeforeApplicationShutdown {
     if (outcome === "passed") return true;
     if (outcome === "abandoned") return false;
     for (const [name, value] of Object.entries(outcome.headers)) adapter.setHeader(response, name, value);
-    throw admission.config.onRejected?.(outcome, request) ?? withoutStackTrace(() => new LeaseRejectedException(outcome));
+    throw admission.config.onRejected?.(outcome, request) ?? withoutStack(() => new LeaseRejectedException(outcome));
   }
 
   /**

@@ -21,7 +21,9 @@ export class LeaseholdError extends Error {
 
 /**
  * Makes an error without capturing a stack trace: for refusals the engine
- * makes for the HTTP adapters, which answer them and never show their stack.
+ * makes for the HTTP adapters, and the adapters' own refusal exceptions. A
+ * refusal is an answer, not a bug: its stack would only point into the
+ * library, and capturing one was a large share of what refusing cost.
  * Internal: not exported by the package.
  *
  * @example

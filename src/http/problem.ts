@@ -263,18 +263,3 @@ export function leaseLostRejection(error: LeaseLostError, key: string, limit: nu
     error,
   });
 }
-
-/**
- * Makes an adapter's refusal exception without capturing a stack trace. A
- * refusal is an answer, not a bug: its stack would only point into the
- * adapter, and capturing one was a large share of what refusing cost.
- */
-export function withoutStackTrace<T>(make: () => T): T {
-  const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
-  try {
-    return make();
-  } finally {
-    Error.stackTraceLimit = limit;
-  }
-}
