@@ -46,6 +46,8 @@ export interface ScriptClient {
   readonly kind: ClientKind;
   evalsha(sha: string, keys: readonly string[], args: readonly Arg[]): Promise<unknown>;
   eval(source: string, keys: readonly string[], args: readonly Arg[]): Promise<unknown>;
+  /** Writes now what the client holds back until the end of the turn (see TurnWrites), if anything. */
+  writeNow?(): void;
   /**
    * A connection that delivers the messages of the channels it subscribes to
    * `onMessage`, or `undefined` when this client cannot make one (waiting then
@@ -102,6 +104,10 @@ class IoredisClient implements ScriptClient {
   evalsha(sha: string, keys: readonly string[], args: readonly Arg[]): Promise<unknown> {
     this.#writes.gather(this.raw.stream);
     return (this.raw.evalsha as (...a: Arg[]) => Promise<unknown>)(sha, keys.length, ...keys, ...args);
+  }
+
+  writeNow(): void {
+    this.#writes.now();
   }
 
   eval(source: string, keys: readonly string[], args: readonly Arg[]): Promise<unknown> {

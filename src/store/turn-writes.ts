@@ -11,6 +11,8 @@ interface Corkable {
  * each coalesced) go out in one write instead, by corking the socket until
  * the turn's microtasks have run. Nothing waits: the write is made in the
  * same turn. A single connection only (a Cluster has one socket per node).
+ * A full batch is written at once (`now`): the server starts on it while the
+ * turn goes on.
  * `stream` is ioredis's socket, not a documented part of its API: a client
  * without a corkable one is written to as before.
  */
@@ -22,6 +24,11 @@ export class TurnWrites {
     this.#corked = undefined;
     stream?.uncork();
   };
+
+  /** Writes what this turn gathered so far; a later call of the turn corks the socket again. */
+  now(): void {
+    this.#uncork();
+  }
 
   gather(socket: unknown): void {
     if (this.#corked !== undefined) return;
