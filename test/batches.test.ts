@@ -1,5 +1,5 @@
 // The Redis store's gathered calls (src/store/coalesce.ts, redis/fast.ts): calls of one turn on one id
-// go out as script calls of at most 16 items, a full one written at once rather than at the end of the
+// go out as script calls of at most 16 items, a full one sent at once rather than at the end of the
 // turn, and every caller still gets its own answer, in the order the calls were made.
 import type { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
@@ -47,24 +47,26 @@ describe("calls gathered in one turn on the Redis store", () => {
     await store.close();
   });
 
-  it("a full batch is on the wire before the turn ends; a smaller one waits for the turn's end", async () => {
+  it("a batch of 16 goes out at once, before the turn ends; a smaller one at the turn's end", async () => {
     const redis = newRedis();
     clients.push(redis);
     await redis.ping();
+    const sent = countTakes(redis);
     const store = redisStore(redis);
     const key = `{${uniquePrefix()}:k}`;
-    const socket = (redis as unknown as { stream: { writableLength: number } }).stream;
     const take = (i: number) =>
       store.semaphore.acquire({ storeKey: key, token: `t${i}`, limit: 100, weight: 1, leaseMs: 10_000 });
-    // Two go at once (held in the socket until the turn ends), then ten gathered: nothing written yet.
+    // Two go at once, then ten are gathered: the ten wait for the end of the turn.
     const few = Array.from({ length: 12 }, (_, i) => take(i));
-    expect(socket.writableLength).toBeGreaterThan(0);
+    expect(sent).toEqual([1, 1]);
     await Promise.all(few);
-    // Two at once, then sixteen gathered: the sixteenth sends the batch and what the turn held before it.
+    expect(sent).toEqual([1, 1, 10]);
+    // Two at once, then sixteen gathered: the sixteenth sends them, in the same turn.
     const many = Array.from({ length: 18 }, (_, i) => take(100 + i));
-    expect(socket.writableLength).toBe(0);
+    expect(sent).toEqual([1, 1, 10, 1, 1, 16]);
     const replies = await Promise.all(many);
     expect(replies.every((reply) => reply.acquired)).toBe(true);
+    expect(sent).toEqual([1, 1, 10, 1, 1, 16]);
     await store.close();
     await redis.del(key);
   });

@@ -2,7 +2,6 @@
 // here: the store (redis.ts) talks to a ScriptClient only. No client package
 // is imported: clients are recognised by their shape, so a user of one library
 // never installs another.
-import { TurnWrites } from "./turn-writes.js";
 
 /**
  * An ioredis `Redis` or `Cluster`, or an iovalkey one (the ioredis fork for
@@ -46,8 +45,6 @@ export interface ScriptClient {
   readonly kind: ClientKind;
   evalsha(sha: string, keys: readonly string[], args: readonly Arg[]): Promise<unknown>;
   eval(source: string, keys: readonly string[], args: readonly Arg[]): Promise<unknown>;
-  /** Writes now what the client holds back until the end of the turn (see TurnWrites), if anything. */
-  writeNow?(): void;
   /**
    * A connection that delivers the messages of the channels it subscribes to
    * `onMessage`, or `undefined` when this client cannot make one (waiting then
@@ -94,20 +91,13 @@ interface Emitter {
 }
 
 class IoredisClient implements ScriptClient {
-  readonly #writes = new TurnWrites();
-
   constructor(
     private readonly raw: Loose,
     readonly kind: ClientKind,
   ) {}
 
   evalsha(sha: string, keys: readonly string[], args: readonly Arg[]): Promise<unknown> {
-    this.#writes.gather(this.raw.stream);
     return (this.raw.evalsha as (...a: Arg[]) => Promise<unknown>)(sha, keys.length, ...keys, ...args);
-  }
-
-  writeNow(): void {
-    this.#writes.now();
   }
 
   eval(source: string, keys: readonly string[], args: readonly Arg[]): Promise<unknown> {

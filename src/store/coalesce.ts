@@ -32,7 +32,9 @@ const asIs = <R>(reply: R): R => reply;
  * A batch that reaches `maxBatch` items goes at once, in the middle of the
  * turn: the server starts on it while this process is still making the rest
  * (one batch per turn kept the two sides taking turns, each idle while the
- * other worked: bench/README.md, "Batches that overlap").
+ * other worked: bench/README.md, "Batches that overlap"). For the same reason
+ * nothing holds writes back for the end of the turn: the calls that go at
+ * once reach the server at once.
  */
 export class Coalescer<I, R> {
   readonly #groups = new Map<string, Group<I, R>>();

@@ -10,7 +10,7 @@ import type { Script, Scripts } from "./scripts.js";
 /** In-flight calls of one kind on one id from which further calls are gathered into one. */
 const COALESCE_FROM = 2;
 /**
- * Items past which a gathered call goes at once rather than at the end of the turn (measured at
+ * Items at which a gathered call goes at once rather than at the end of the turn (measured at
  * concurrency 64: 8 to 32 alike, 4 too few; bench/README.md, "Batches that overlap").
  */
 const MAX_BATCH = 16;
@@ -31,9 +31,6 @@ const withTenant = (items: readonly { token: string }[]): boolean => {
 };
 
 type Run = (script: Script, keys: string[], args: (string | number)[]) => Promise<unknown>;
-
-/** Sends what the client holds back for the end of the turn (ScriptClient.writeNow). */
-type WriteNow = () => void;
 
 /** Adds to a bounded set of ids: past its bound it starts over (forgetting costs a round trip, never a wrong path). */
 function remember(ids: Set<string>, key: string): void {
@@ -60,20 +57,14 @@ export class FastPaths {
   readonly returns: Coalescer<SemaphoreReleaseCall, number | undefined>;
   readonly extends: Coalescer<SemaphoreExtendCall, number | undefined>;
 
-  constructor(scripts: Scripts, run: Run, writeNow: WriteNow) {
-    // A full batch is written at once, with what the turn gathered before it.
-    const send = (script: Script, keys: string[], args: (string | number)[], items: number): Promise<unknown> => {
-      const sent = run(script, keys, args);
-      if (items >= MAX_BATCH) writeNow();
-      return sent;
-    };
+  constructor(scripts: Scripts, run: Run) {
     this.takes = new Coalescer(
       COALESCE_FROM,
       (key, calls) => {
         const script = scripts.semaphoreTake;
         const args: (string | number)[] = [];
         for (const call of calls) args.push(call.token, call.limit, call.weight, call.leaseMs, call.tenant?.limit ?? 0);
-        return send(script, fastKeys(key, this.#tenanted.has(key) || withTenant(calls)), args, calls.length).then((reply) => {
+        return run(script, fastKeys(key, this.#tenanted.has(key) || withTenant(calls)), args).then((reply) => {
           if (Array.isArray(reply) && reply.length === 1 && reply[0] === -2) {
             // Tenants hold on this id: declare their index from now on, and ask again.
             remember(this.#tenanted, key);
@@ -93,7 +84,7 @@ export class FastPaths {
         const args: (string | number)[] = [];
         // Weight 0: not known, the script counts the lease's permits itself.
         for (const lease of leases) args.push(lease.token, lease.weight ?? 0, heldArgument(lease.heldMs));
-        return send(script, fastKeys(key, this.#tenanted.has(key) || withTenant(leases)), args, leases.length).then((reply) => {
+        return run(script, fastKeys(key, this.#tenanted.has(key) || withTenant(leases)), args).then((reply) => {
           const replies = flagsPerItem(reply, leases.length, script);
           this.contention(key, replies[0] === undefined);
           return replies;
@@ -107,7 +98,7 @@ export class FastPaths {
         const script = scripts.semaphoreExtend;
         const args: (string | number)[] = [];
         for (const renewal of renewals) args.push(renewal.token, renewal.leaseMs, renewal.weight ?? 0);
-        return send(script, [key], args, renewals.length).then((reply) => flagsPerItem(reply, renewals.length, script));
+        return run(script, [key], args).then((reply) => flagsPerItem(reply, renewals.length, script));
       },
       MAX_BATCH,
     );

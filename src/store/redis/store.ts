@@ -66,11 +66,7 @@ export class RedisLeaseStore extends GroupedStore implements Store {
       table.lockLeave,
     ]);
     this.calls = scriptClient(client);
-    this.fast = new FastPaths(
-      table,
-      (script, keys, args) => this.run(script, keys, args),
-      () => this.calls.writeNow?.(),
-    );
+    this.fast = new FastPaths(table, (script, keys, args) => this.run(script, keys, args));
     this.announcements = new Announcements(this.calls, timeoutMs, waiterLeaseMs);
     // Bound to the store, as the memory store binds its methods: a wrapper made with
     // Object.create(store) closes the store itself (the groups, closures over it, then refuse every
