@@ -10,7 +10,7 @@
 // (instructions at 2N - instructions at N) / N = instructions per cycle, start-up and warm-up cancelled.
 // It also prints the process's CPU µs per cycle (user + system; a rougher figure, and inflated under
 // valgrind) and the script calls per cycle the server ran (2 without coalescing; fewer with it).
-// LAYER: ioredis (the two fast scripts by EVALSHA from ioredis, nothing around them), store
+// LAYER: rs (redis-semaphore's acquire + release, for comparison), ioredis (the two fast scripts by EVALSHA from ioredis, nothing around them), store
 // (`redisStore(redis).semaphore.acquire` and `release`: the store layer and its coalescing),
 // bounded (the same through the engine's store calls: `acquireOrCleanUp` and `bounded`, with their
 // timer and breaker), engine (`semaphore(redis).acquire` and `lease.release()`).
@@ -83,8 +83,16 @@ async function engineCycle() {
   await lease.release();
 }
 
-const cycle = { ioredis: ioredisCycle, store: storeCycle, bounded: boundedCycle, engine: engineCycle }[layer];
-if (cycle === undefined) throw new Error(`LAYER=${layer}: one of ioredis, store, bounded, engine`);
+// redis-semaphore's own cycle (a new Semaphore per cycle, as its README does), for comparison.
+const { Semaphore: RedisSemaphore } = await import("redis-semaphore");
+async function rsCycle() {
+  const held = new RedisSemaphore(redis, `cc-rs-${process.pid}`, LIMIT, { refreshInterval: 0, acquireAttemptsLimit: 1 });
+  await held.acquire();
+  await held.release();
+}
+
+const cycle = { rs: rsCycle, ioredis: ioredisCycle, store: storeCycle, bounded: boundedCycle, engine: engineCycle }[layer];
+if (cycle === undefined) throw new Error(`LAYER=${layer}: one of rs, ioredis, store, bounded, engine`);
 await redis.script("LOAD", scripts.semaphoreTake.source);
 await redis.script("LOAD", scripts.semaphoreReturn.source);
 

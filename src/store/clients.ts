@@ -2,7 +2,6 @@
 // here: the store (redis.ts) talks to a ScriptClient only. No client package
 // is imported: clients are recognised by their shape, so a user of one library
 // never installs another.
-import { TurnWrites } from "./turn-writes.js";
 
 /**
  * An ioredis `Redis` or `Cluster`, or an iovalkey one (the ioredis fork for
@@ -92,15 +91,12 @@ interface Emitter {
 }
 
 class IoredisClient implements ScriptClient {
-  readonly #writes = new TurnWrites();
-
   constructor(
     private readonly raw: Loose,
     readonly kind: ClientKind,
   ) {}
 
   evalsha(sha: string, keys: readonly string[], args: readonly Arg[]): Promise<unknown> {
-    this.#writes.gather(this.raw.stream);
     return (this.raw.evalsha as (...a: Arg[]) => Promise<unknown>)(sha, keys.length, ...keys, ...args);
   }
 

@@ -29,6 +29,12 @@ const asIs = <R>(reply: R): R => reply;
  *
  * Measured side by side (bench/README.md): gathering in the same turn beats a
  * `setImmediate` batch, which made concurrency 8 slower than no batching.
+ * A batch that reaches `maxBatch` items goes at once, in the middle of the
+ * turn: the server starts on it while this process is still making the rest
+ * (one batch per turn kept the two sides taking turns, each idle while the
+ * other worked: bench/README.md, "Batches that overlap"). For the same reason
+ * nothing holds writes back for the end of the turn: the calls that go at
+ * once reach the server at once.
  */
 export class Coalescer<I, R> {
   readonly #groups = new Map<string, Group<I, R>>();
@@ -36,6 +42,7 @@ export class Coalescer<I, R> {
   constructor(
     private readonly threshold: number,
     private readonly send: (group: string, items: I[]) => Promise<readonly R[]>,
+    private readonly maxBatch = Number.POSITIVE_INFINITY,
   ) {}
 
   /**
@@ -59,11 +66,14 @@ export class Coalescer<I, R> {
       if (current.items.length === 0) queueMicrotask(() => this.#flush(name, current));
       current.items.push(item);
       current.waiting.push({ resolve, reject, finish });
+      // The microtask queued for this batch then finds the next one (or none), and sends it early.
+      if (current.items.length >= this.maxBatch) this.#flush(name, current);
     });
   }
 
   #flush(name: string, group: Group<I, R>): void {
     const { items, waiting } = group;
+    if (items.length === 0) return;
     group.items = [];
     group.waiting = [];
     (this.#dispatch(name, group, items, undefined) as Promise<readonly R[]>).then(

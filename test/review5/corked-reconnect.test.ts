@@ -1,6 +1,6 @@
-// Review 5: the ioredis socket is corked until process.nextTick (src/store/turn-writes.ts). A socket
-// dropped while corked, and the reconnect's new socket, must not leave a command unsent (a hang) or a
-// permit taken for nobody.
+// Review 5: the ioredis socket was then corked until process.nextTick (no longer: bench/README.md,
+// "Batches that overlap"). A socket dropped in the turn its calls were made, and the reconnect's new
+// socket, must not leave a command unsent (a hang) or a permit taken for nobody.
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { redisStore, semaphore } from "../../src/index.js";
