@@ -12,6 +12,7 @@
 // do with the engine's internal `run`: what the adapter is measured against), memory (behind
 // leasehold's Hono middleware on the embedded store), rejecting (the same middleware refusing every
 // request), redis (the middleware on Redis at REDIS_URL: the client side of its two script calls).
+// FRAMEWORK=express: the same through Express (modes none, async, memory, rejecting).
 import { IncomingMessage, ServerResponse } from "node:http";
 import { Duplex } from "node:stream";
 import { getRequestListener } from "@hono/node-server";
@@ -90,7 +91,22 @@ else if (mode === "run") {
   await semaphore({ client, limit: 1 }).acquire("cost", { leaseMs: 3_600_000 });
   app.get("/", honoSemaphore("cost", 1, { client }), ok);
 } else app.get("/", honoSemaphore("cost", 100_000, { client: memoryStore() }), ok);
-const listener = getRequestListener(app.fetch);
+let listener = getRequestListener(app.fetch);
+if (process.env.FRAMEWORK === "express") {
+  // The same request through Express instead (modes none, async, memory, rejecting).
+  const { default: express } = await import("express");
+  const { semaphore: expressSemaphore } = await import("../dist/esm/integrations/express/index.js");
+  const expressApp = express();
+  const handler = (_req, res) => void res.json({ ok: true });
+  if (mode === "none") expressApp.get("/", handler);
+  else if (mode === "async") expressApp.get("/", (_req, _res, next) => void Promise.resolve().then(() => next()), handler);
+  else if (mode === "rejecting") {
+    const client = memoryStore();
+    await semaphore({ client, limit: 1 }).acquire("cost", { leaseMs: 3_600_000 });
+    expressApp.get("/", expressSemaphore("cost", 1, { client }), handler);
+  } else expressApp.get("/", expressSemaphore("cost", 100_000, { client: memoryStore() }), handler);
+  listener = expressApp;
+}
 
 async function one() {
   const { req, res } = exchange();
