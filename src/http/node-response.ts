@@ -50,7 +50,7 @@ function closed(this: Reporting): void {
   if (this.writableEnded) workEnded(this);
   else if (this[END] === undefined) {
     this[END] = this.end as Reporting[typeof END];
-    this.end = reportingEnd as ServerResponse["end"];
+    this.end = reportingEnd as Reporting["end"];
   }
   pipeEndsWork(this);
 }
