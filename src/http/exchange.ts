@@ -68,6 +68,8 @@ export class Exchange {
   onLost: (this: Exchange, error: LeaseLostError) => void = ignoreLoss;
   /** The exchange of a leasehold middleware that admitted this request before this one (they may be stacked). */
   outer: Exchange | undefined;
+  /** The handler's end is taken from the response's (Express: no handler promise to watch). */
+  endsWithResponse = false;
   readonly #graceMs: number;
   #end!: () => void;
   #done = false;

@@ -29,10 +29,13 @@ interface Reporting extends ServerResponse {
 }
 
 // Every exchange on the response, innermost first: leasehold middlewares may be stacked on one route.
+// Where the handler's end is taken from the response (`reportHandlerEnd`), the same two listeners
+// report it too: one `finish` and one `close` listener per response, not two of each.
 function finished(this: Reporting): void {
   for (let exchange: Exchange | undefined = this[EXCHANGE]; exchange !== undefined; exchange = exchange.outer) {
     exchange.responded();
   }
+  if (endsWithResponse(this)) workEnded(this);
 }
 
 function closed(this: Reporting): void {
@@ -41,6 +44,23 @@ function closed(this: Reporting): void {
     if (done) exchange.responded();
     else exchange.clientGone();
   }
+  if (done || !endsWithResponse(this)) return;
+  // After the exchanges have heard of the departure: a handler that already ended its response is
+  // done; one that has not may still end it (told by its signal), and that call ends its work.
+  if (this.writableEnded) workEnded(this);
+  else if (this[END] === undefined) {
+    this[END] = this.end as Reporting[typeof END];
+    this.end = reportingEnd as Reporting["end"];
+  }
+  pipeEndsWork(this);
+}
+
+/** True when some exchange on `res` takes its handler's end from the response (see `reportHandlerEnd`). */
+function endsWithResponse(res: Reporting): boolean {
+  for (let exchange: Exchange | undefined = res[EXCHANGE]; exchange !== undefined; exchange = exchange.outer) {
+    if (exchange.endsWithResponse) return true;
+  }
+  return false;
 }
 
 /** A lease lost before the response started is answered 503; during a body, the response is cut. */
@@ -93,10 +113,6 @@ function reportingEnd(this: Reporting, ...args: unknown[]): ServerResponse {
   return (this[END] as (...args: unknown[]) => ServerResponse).apply(this, args);
 }
 
-function finishEndsWork(this: Reporting): void {
-  workEnded(this);
-}
-
 function piped(this: Reporting, source: Readable): void {
   this[SOURCE] = source;
 }
@@ -108,31 +124,28 @@ function piped(this: Reporting, source: Readable): void {
  * its permit for the grace and was reported as a lost lease. A source that
  * is only unpiped, not closed, leaves the grace to decide.
  */
-function pipeEndsWork(this: Reporting): void {
-  const source = this[SOURCE];
-  if (source === undefined || this.writableFinished) return;
-  if (source.destroyed) workEnded(this);
-  else source.once("close", () => workEnded(this));
+function pipeEndsWork(res: Reporting): void {
+  const source = res[SOURCE];
+  if (source === undefined || res.writableFinished) return;
+  if (source.destroyed) workEnded(res);
+  else source.once("close", () => workEnded(res));
 }
 
 /**
  * For frameworks that do not expose the handler's promise (Express): the
- * handler's work is taken to have ended when it ends the response. `end` is
- * wrapped on this response object only (`send`, `json`, `sendFile` and
- * pipes all call it), and `finish` counts too, should something bypass it.
- * A stream piped into the response that closes after the client left ends
- * the work as well.
- * Call after {@link watchNodeResponse}, before any await.
+ * handler's work is taken to have ended when it ends the response (`send`,
+ * `json`, `sendFile` and pipes all call `end`): seen at `finish`, or, if the
+ * client left first, from `writableEnded` then, or from an `end` called
+ * later (wrapped on this response object only, and only once the client
+ * has left: an own `end` on every response cost 4 KB of allocation per
+ * request). A stream piped into the response that closes after the client
+ * left ends the work as well. `finish` and `close` are heard by
+ * {@link watchNodeResponse}'s listeners: call this after it, before any await.
  */
 export function reportHandlerEnd(res: ServerResponse, exchange: Exchange): void {
-  const reporting = res as Reporting;
   exchange.workStarted();
-  // Wrapped once per response; a stacked middleware's exchange is reached through the chain.
-  if (reporting[END] !== undefined) return;
-  reporting[END] = res.end as Reporting[typeof END];
-  res.end = reportingEnd as ServerResponse["end"];
-  res.on("finish", finishEndsWork);
-  res.on("pipe", piped);
-  // After watchNodeResponse's own `close`: the exchanges have heard of the departure first.
-  res.on("close", pipeEndsWork);
+  // A stacked middleware's exchange is reached through the chain: one pipe listener per response.
+  const listening = endsWithResponse(res as Reporting);
+  exchange.endsWithResponse = true;
+  if (!listening) res.on("pipe", piped);
 }
