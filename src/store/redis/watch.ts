@@ -5,19 +5,6 @@ import type { ScriptClient, Subscriber } from "../clients.js";
 import { permissionError } from "../permissions.js";
 import type { Grant } from "../types.js";
 
-/** A subscribed channel: its listeners, its subscription, and announcements heard once (see `#deliver`). */
-interface Channel {
-  listeners: Set<(grant: Grant) => void>;
-  ready: Promise<unknown>;
-  once: Set<string>;
-}
-
-/**
- * Announcements a channel remembers for their twin: a twin comes within a round trip, while
- * other processes' grants (which have none) pass by.
- */
-const ONCE_KEPT = 64;
-
 /** Where grants on a key are announced (the scripts derive the same name). */
 const channelOf = (key: string): string => `${key}:ch`;
 
@@ -60,7 +47,7 @@ export async function withTimeout<T>(pending: Promise<T>, ms: number): Promise<T
  */
 export class Announcements {
   #subscriber: Subscriber | undefined;
-  readonly #channels = new Map<string, Channel>();
+  readonly #channels = new Map<string, { listeners: Set<(grant: Grant) => void>; ready: Promise<unknown> }>();
   #idle: NodeJS.Timeout | undefined;
 
   constructor(
@@ -75,7 +62,7 @@ export class Announcements {
     const channel = channelOf(key);
     let entry = this.#channels.get(channel);
     if (entry === undefined) {
-      entry = { listeners: new Set(), ready: subscriber.subscribe(channel), once: new Set() };
+      entry = { listeners: new Set(), ready: subscriber.subscribe(channel) };
       this.#channels.set(channel, entry);
     }
     entry.listeners.add(onGrant);
@@ -98,8 +85,8 @@ export class Announcements {
 
   /**
    * A release that granted waiters answers with the announcement too: this
-   * process's own waiters hear it now rather than after the pub/sub round (whose
-   * copy is then passed over: see `#deliver`).
+   * process's own waiters hear it now rather than after the pub/sub round (a
+   * duplicate from pub/sub is harmless: waking is idempotent).
    */
   announced(key: string, announcement: string): void {
     // Never call back into the engine from inside a store call.
@@ -128,19 +115,10 @@ export class Announcements {
     return subscriber;
   }
 
-  /**
-   * Hands a grant announcement to this process's waiters on its channel, once: a grant made by a
-   * release of this process comes twice (in the release's reply and over pub/sub, in either order),
-   * and only the first is read (waking is idempotent, but reading costs).
-   */
+  /** Hands a grant announcement to this process's waiters on its channel. */
   #deliver(channel: string, message: string): void {
     const entry = this.#channels.get(channel);
     if (entry === undefined) return;
-    // Every announcement names its grants' fences, never given twice on an id: equal text is the twin.
-    if (entry.once.delete(message)) return;
-    entry.once.add(message);
-    // A twin that never comes (another process's grant, a subscription not ready yet) is forgotten.
-    if (entry.once.size > ONCE_KEPT) entry.once.delete(entry.once.values().next().value as string);
     const grant = parseAnnouncement(message, this.waiterLeaseMs);
     for (const listener of entry.listeners) listener(grant);
   }
