@@ -213,8 +213,21 @@ async function contended(): Promise<void> {
   const duration = ms(4000, 1000);
   const ideal = limit / (bodyMs / 1000);
   const body = () => new Promise((resolve) => setTimeout(resolve, bodyMs));
+  // Why a hand-off costs what it does (bench/README.md, "Contended hand-off, third round"): how long
+  // a release takes as its caller sees it, and how many releases start in one turn of the event
+  // loop (bodies started in one turn end in one: the store then runs their releases back to back,
+  // and answers them together).
+  let releaseMs = 0;
+  let releases = 0;
+  let turns = 0;
+  let inTurn = 0;
+  const endTurn = () => {
+    turns++;
+    inTurn = 0;
+  };
   const run = async (acquireAndHold: () => Promise<() => Promise<unknown>>) => {
     const waits: number[] = [];
+    releaseMs = releases = turns = inTurn = 0;
     const started = performance.now();
     const until = started + duration;
     await Promise.all(
@@ -224,7 +237,11 @@ async function contended(): Promise<void> {
           const release = await acquireAndHold();
           waits.push(performance.now() - t0);
           await body();
+          const t1 = performance.now();
+          if (inTurn++ === 0) setImmediate(endTurn);
           await release();
+          releaseMs += performance.now() - t1;
+          releases++;
         }
       }),
     );
@@ -282,6 +299,8 @@ async function contended(): Promise<void> {
       "of limit/body": round(sample.opsPerSec / ideal, 3),
       "wait p50 ms": round(sample.p50),
       "wait p99 ms": round(sample.p99),
+      "release ms": round(releaseMs / Math.max(releases, 1), 3),
+      "releases per turn": round(releases / Math.max(turns, 1), 1),
     });
     bars.push({ label: name, value: sample.opsPerSec });
   }

@@ -48,12 +48,15 @@ marks_seed(marks)
 tenants_ready(now)
 holders_prune(now)
 local limitSet = false
+-- The permits held once the grants below are made (nil: not counted yet; queue_join changes none).
+local used = nil
 if redis.call('EXISTS', queue) == 1 then
   queue_prune(now)
-  -- This caller's limit is now the id's limit as the store knows it, for the grants below.
-  redis.call('HSET', meta, '~l', ARGV[2])
+  -- This caller's limit is now the id's limit as the store knows it, for the grants below (written
+  -- only when it changes: a busy id's callers mostly pass the same).
+  if redis.call('HGET', meta, '~l') ~= ARGV[2] then redis.call('HSET', meta, '~l', ARGV[2]) end
   limitSet = true
-  grant(now)
+  used = select(3, grant(now, nil, nil, { limit = limit }))
 end
 
 local tenant = tenant_of(token)
@@ -62,14 +65,14 @@ local reply
 if redis.call('ZSCORE', holders, token) then
   -- Already holding: a re-sent acquire (ioredis replays unanswered commands after a reconnect),
   -- or a waiter claiming its grant. Refresh every permit, never count twice.
-  holders_add(token, weight, now + lease)
+  holders_add(token, weight, string.format('%d', now + lease))
   reply = {1, 0, 0, fence_next()}
 elseif redis.call('ZSCORE', expiry, token) then
-  redis.call('ZADD', expiry, now + claim, token)
+  redis.call('ZADD', expiry, string.format('%d', now + claim), token)
   reply = {2, 0, 0, 0}
 elseif redis.call('EXISTS', queue) == 0 and holders_used() + weight <= limit and fitsTenant then
   -- Nobody waits: the newcomer's turn is now.
-  holders_add(token, weight, now + lease)
+  holders_add(token, weight, string.format('%d', now + lease))
   tenants_add(tenant, weight)
   reply = {1, 0, 0, fence_next()}
 else
@@ -84,7 +87,7 @@ else
     queue_join(token, ARGV[3], ARGV[2], ARGV[7], ends)
     -- Unless set above (only settle deletes meta, at the end).
     if not limitSet then redis.call('HSET', meta, '~l', ARGV[2]) end
-    local _, fence = grant(now, token, lease)
+    local _, fence = grant(now, token, lease, { limit = limit, used = used })
     if fence then
       reply = {1, 0, 0, fence}
     elseif claim > 0 then

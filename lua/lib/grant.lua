@@ -17,11 +17,14 @@
 -- (newline-separated: a tenant, and so a token, may hold spaces, never a control character), so
 -- other processes know who was granted, with which fence, and when an unclaimed grant could
 -- lapse; returns that announcement (nil when nothing was granted), so a release can also hand it
--- to its own process, and the fence of `self` when it was granted.
+-- to its own process, the fence of `self` when it was granted, and the permits held after it.
+-- `known`, from a caller that has just read or written them (a join: two calls less each time):
+-- {limit = the id's limit ('~l', nil for none), used = the permits held, or nil to count}.
 -- Needs fence.lua, holders.lua and queue.lua; the caller ends with settle().
-local function grant(now, self, selfLease)
-  local idLimit = tonumber(redis.call('HGET', meta, '~l'))
-  local used = holders_used()
+local function grant(now, self, selfLease, known)
+  local idLimit, used
+  if known then idLimit, used = known.limit, known.used else idLimit = tonumber(redis.call('HGET', meta, '~l')) end
+  if not used then used = holders_used() end
   local granted = {}
   local reserved = nil
   local selfFence = nil
@@ -29,7 +32,7 @@ local function grant(now, self, selfLease)
     -- Every permit of the id taken: no waiter fits (each weighs at least 1 and is held to the id's
     -- limit), so the grants stop before reading the queue. Parking skipped here changes no outcome.
     if idLimit and used >= idLimit then break end
-    local turn = redis.call('ZRANGE', turns, 0, 0, 'WITHSCORES')
+    local turn = redis.call('ZRANGE', turns, '0', '0', 'WITHSCORES')
     -- None left, or only parked tenants: all at their caps.
     if not turn[1] or tonumber(turn[2]) >= TURN_PARKED then break end
     local tenant, tag = turn[1], tonumber(turn[2])
@@ -40,16 +43,19 @@ local function grant(now, self, selfLease)
     elseif used + w > math.min(own, idLimit or own) then
       break
     else
-      local ends = tonumber(redis.call('ZSCORE', expiry, head))
+      -- Scores and tags go back to Redis as the text they came in (or as integers, '%d'): a Lua
+      -- number handed to redis.call is printed with '%.17g', a multi-precision float print.
+      local endsText = redis.call('ZSCORE', expiry, head)
+      local ends = tonumber(endsText)
       local lineLeft = queue_drop(head, ticket)
-      redis.call('HSET', meta, '~v', tag)
-      if lineLeft then redis.call('ZADD', turns, tag + 1, tenant) end
+      redis.call('HSET', meta, '~v', turn[2])
+      if lineLeft then redis.call('ZADD', turns, string.format('%d', tag + 1), tenant) end
       local fence = fence_next()
       if head == self then
-        holders_add(head, w, now + selfLease)
+        holders_add(head, w, string.format('%d', now + selfLease))
         selfFence = fence
       else
-        holders_add(head, w, ends)
+        holders_add(head, w, endsText)
         granted[#granted + 1] = head
         granted[#granted + 1] = fence_text(fence)
         if not reserved or ends - now < reserved then reserved = ends - now end
@@ -58,8 +64,8 @@ local function grant(now, self, selfLease)
       used = used + w
     end
   end
-  if #granted == 0 then return nil, selfFence end
-  local announcement = reserved .. '\n' .. table.concat(granted, '\n')
+  if #granted == 0 then return nil, selfFence, used end
+  local announcement = string.format('%d', reserved) .. '\n' .. table.concat(granted, '\n')
   redis.call('PUBLISH', holders .. ':ch', announcement)
-  return announcement, selfFence
+  return announcement, selfFence, used
 end

@@ -134,10 +134,10 @@ end
 local function holders_prune(now)
   if tenants and marks_now()['~t'] then
     tenants_ready(now)
-    local lapsed = redis.call('ZRANGEBYSCORE', holders, '0', now)
+    local lapsed = redis.call('ZRANGEBYSCORE', holders, '0', string.format('%d', now))
     for i = 1, #lapsed do tenants_add(tenant_of(lapsed[i]), -1) end
   end
-  redis.call('ZREMRANGEBYSCORE', holders, '0', now)
+  redis.call('ZREMRANGEBYSCORE', holders, '0', string.format('%d', now))
 end
 
 -- Permits held, lapsed or not (the caller prunes first when it matters).
@@ -175,14 +175,14 @@ local function holders_next(now, tenant)
     end
     return 1
   end
-  local first = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  local first = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES', 'LIMIT', '0', '1')
   if first[2] then return math.max(1, tonumber(first[2]) - now) end
   return 1
 end
 
 -- The latest lease end among holders, or nil.
 local function holders_latest()
-  local last = redis.call('ZRANGE', holders, -1, -1, 'WITHSCORES')
+  local last = redis.call('ZRANGE', holders, '-1', '-1', 'WITHSCORES')
   if last[2] and tonumber(last[2]) > 0 then return tonumber(last[2]) end
   return nil
 end

@@ -56,14 +56,14 @@ local function queue_drop(token, ticket)
 end
 
 local function queue_prune(now)
-  local lapsed = redis.call('ZRANGEBYSCORE', expiry, '-inf', now)
+  local lapsed = redis.call('ZRANGEBYSCORE', expiry, '-inf', string.format('%d', now))
   for i = 1, #lapsed do queue_drop(lapsed[i]) end
 end
 
 -- The token of a tenant's first waiter, or nil.
 local function queue_head(tenant)
   local from, to = queue_tenant(tenant)
-  local first = redis.call('ZRANGEBYLEX', queue, from, to, 'LIMIT', 0, 1)[1]
+  local first = redis.call('ZRANGEBYLEX', queue, from, to, 'LIMIT', '0', '1')[1]
   if first then return string.sub(first, #tenant + 18) end
   return nil
 end
@@ -74,25 +74,26 @@ local function queue_join(token, weight, limit, tenantLimit, ends)
   local at = string.find(token, '@', 1, true)
   local tenant = at and string.sub(token, at + 1) or ''
   local from, to = queue_tenant(tenant)
-  local last = redis.call('ZREVRANGEBYLEX', queue, to, from, 'LIMIT', 0, 1)[1]
+  local last = redis.call('ZREVRANGEBYLEX', queue, to, from, 'LIMIT', '0', '1')[1]
   local ticket = 1
   if last then ticket = tonumber(string.sub(last, #tenant + 2, #tenant + 16)) + 1 end
-  redis.call('ZADD', queue, 0, queue_member(tenant, ticket, token))
-  redis.call('ZADD', expiry, ends, token)
+  redis.call('ZADD', queue, '0', queue_member(tenant, ticket, token))
+  redis.call('ZADD', expiry, string.format('%d', ends), token)
   redis.call('HSET', meta, '?' .. token, weight .. ' ' .. limit .. ' ' .. tenantLimit .. ' ' .. ticket)
   if turns and not redis.call('ZSCORE', turns, tenant) then
-    redis.call('ZADD', turns, (tonumber(redis.call('HGET', meta, '~v')) or 0) + 1, tenant)
+    redis.call('ZADD', turns, string.format('%d', (tonumber(redis.call('HGET', meta, '~v')) or 0) + 1), tenant)
   end
 end
 
 -- Keeps the waiter leases of these tokens (those still queued) for `claim` ms more.
 local function queue_refresh(tokens, first, claim, now)
-  for i = first, #tokens do redis.call('ZADD', expiry, 'XX', now + claim, tokens[i]) end
+  local ends = string.format('%d', now + claim)
+  for i = first, #tokens do redis.call('ZADD', expiry, 'XX', ends, tokens[i]) end
 end
 
 -- The latest waiter lease end, or nil.
 local function queue_latest()
-  local last = redis.call('ZRANGE', expiry, -1, -1, 'WITHSCORES')
+  local last = redis.call('ZRANGE', expiry, '-1', '-1', 'WITHSCORES')
   if last[2] then return tonumber(last[2]) end
   return nil
 end

@@ -25,7 +25,7 @@ local function settle(now)
       redis.call('ZREMRANGEBYSCORE', holders, '0', '+inf')
       mark_clear('~')
       mark_clear('~t')
-      redis.call('PEXPIREAT', holders, keep)
+      redis.call('PEXPIREAT', holders, string.format('%d', keep))
     else
       redis.call('DEL', holders)
       known_marks = { n = 0, f = 0 }
@@ -45,12 +45,16 @@ local function settle(now)
     mark_clear('~')
     redis.call('DEL', meta, queue, expiry, turns)
   end
-  if redis.call('EXISTS', tenants) == 1 then
-    redis.call('PEXPIREAT', tenants, atText)
-  else
-    mark_clear('~t')
+  -- The tenant index exists only while '~t' is set (tenants_add sets it, and it is cleared here or
+  -- by tenants_ready once the index is gone): an id without tenant holders asks nothing.
+  if marks_now()['~t'] then
+    if redis.call('EXISTS', tenants) == 1 then
+      redis.call('PEXPIREAT', tenants, atText)
+    else
+      mark_clear('~t')
+    end
   end
-  redis.call('PEXPIREAT', holders, math.max(at, fence_keep(fence), counting or 0))
+  redis.call('PEXPIREAT', holders, string.format('%d', math.max(at, fence_keep(fence), counting or 0)))
   if waiters then return 1 end
   return 0
 end
