@@ -31,7 +31,17 @@ async function spinLocally(
 ): Promise<Acquired | Refused> {
   for (let count = 0; ; count++) {
     const sentAt = performance.now();
-    const reply = store.takeNow(call.kind, call.storeKey, token, call.limit, call.weight, call.leaseMs, call.tenant);
+    // Its first attempt is fresh (see `LocalStore`): a later one may find its own earlier grant.
+    const reply = store.takeNow(
+      call.kind,
+      call.storeKey,
+      token,
+      call.limit,
+      call.weight,
+      call.leaseMs,
+      call.tenant,
+      count === 0 ? sentAt : undefined,
+    );
     if (reply.acquired) return acquired(store, token, reply.fence as number, sentAt, startedAt);
     if (count >= settings.retries) return refused(call, reply, why(reply), startedAt);
     if (settings.retryDelayMs > 0) await pauseUnlessAborted(settings.retryDelayMs, settings.signal);
@@ -81,7 +91,7 @@ class LocalWait implements LocalJoin {
   #join(): void {
     const { store, call, token, startedAt } = this;
     const sentAt = performance.now();
-    const reply = store.waitNow(call.kind, call.storeKey, token, call.limit, call.weight, this, call.tenant);
+    const reply = store.waitNow(call.kind, call.storeKey, token, call.limit, call.weight, this, call.tenant, sentAt);
     if (reply.acquired) {
       this.#done = true;
       this.#resolve(acquired(store, token, reply.fence as number, sentAt, startedAt));
