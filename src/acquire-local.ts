@@ -4,7 +4,7 @@ import { type Acquired, acquired, type Refused, refused, why } from "./outcomes.
 import type { CallSettings } from "./settings.js";
 import type { LocalJoin, LocalStore } from "./store/memory.js";
 import type { AcquireReply } from "./store/types.js";
-import { type Due, foregroundTimers } from "./timers.js";
+import { foregroundTimers, type Soon } from "./timers.js";
 
 /**
  * The embedded store answers at once, and hands a freed permit straight to a
@@ -55,7 +55,8 @@ async function spinLocally(
  * promise, with the lease record: the rest runs after it). The wait is its
  * own join (the store keeps it as the waiter's `local`) and keeps one shared
  * timer (one Node timer per millisecond for all): at the end of `waitMs`, or
- * sooner to look at the id when its nearest lease ends (see `#wake`).
+ * sooner to look at the id when its nearest lease ends (see `#wake`); armed
+ * at the end of the turn, so a waiter served within it never arms one.
  */
 class LocalWait implements LocalJoin {
   readonly leaseMs: number;
@@ -65,7 +66,7 @@ class LocalWait implements LocalJoin {
   #resolve!: (outcome: Acquired | Refused) => void;
   #reject!: (error: unknown) => void;
   #done = false;
-  #timer: Due | undefined;
+  #timer: Soon | undefined;
   /** The join's reply, for the refusal at the end of the wait. */
   #reply: AcquireReply | undefined;
   readonly #woken = (): void => this.#wake();
@@ -103,7 +104,7 @@ class LocalWait implements LocalJoin {
       return;
     }
     this.#reply = reply;
-    this.#wakeIn(reply.retryAfterMs);
+    this.#wakeIn(sentAt, reply.retryAfterMs);
     const { signal } = this.settings;
     if (signal !== undefined) onAbort(signal, this.#aborted);
   }
@@ -121,7 +122,7 @@ class LocalWait implements LocalJoin {
   #end(): boolean {
     if (this.#done) return false;
     this.#done = true;
-    foregroundTimers.cancel(this.#timer);
+    foregroundTimers.drop(this.#timer);
     const { signal } = this.settings;
     if (signal !== undefined) offAbort(signal, this.#aborted);
     return true;
@@ -133,9 +134,9 @@ class LocalWait implements LocalJoin {
     this.#reject(this.settings.signal?.reason);
   }
 
-  /** The next wake: when the nearest lease ends (`ms` from now), or the wait's end if sooner. */
-  #wakeIn(ms: number): void {
-    this.#timer = foregroundTimers.at(Math.min(performance.now() + ms, this.until), this.#woken);
+  /** The next wake: when the nearest lease ends (`ms` from `now`), or the wait's end if sooner. */
+  #wakeIn(now: number, ms: number): void {
+    this.#timer = foregroundTimers.soon(Math.min(now + ms, this.until), this.#woken);
   }
 
   // A holder whose lease lapses (it stalled, or stopped renewing) frees its permit only when
@@ -144,13 +145,14 @@ class LocalWait implements LocalJoin {
     this.#timer = undefined;
     if (this.#done) return;
     const { store, call } = this;
-    if (performance.now() >= this.until) {
+    const now = performance.now();
+    if (now >= this.until) {
       this.#end();
       store.leaveNow(call.kind, call.storeKey, this.token);
       this.#resolve(refused(call, this.#reply as AcquireReply, "wait-timeout", this.startedAt));
       return;
     }
     const next = store.settleNow(call.kind, call.storeKey);
-    if (!this.#done) this.#wakeIn(next);
+    if (!this.#done) this.#wakeIn(now, next);
   }
 }

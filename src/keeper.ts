@@ -1,7 +1,7 @@
 import { channels, type RenewErrorEvent } from "./events.js";
 import type { LeaseHandle } from "./lease-handle.js";
 import type { CallSettings } from "./settings.js";
-import { backgroundTimers, type Due } from "./timers.js";
+import { backgroundTimers, type Soon } from "./timers.js";
 
 /** How `run` keeps a lease while its body works: its `KeepingOptions`, resolved (see `CallSettings`). */
 type KeptBy = Pick<CallSettings, "heartbeatMs" | "onRenewError">;
@@ -104,7 +104,7 @@ function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
 
 /** One lease being kept: its tick, its renewal in flight. A class, not closures: `run` makes one per call. */
 class Keeping<T> {
-  #timer: Due | undefined;
+  #timer: Soon | undefined;
   #renewal: Promise<void> | undefined;
   #done = false;
   readonly #tick = (): void => this.#ticked();
@@ -114,7 +114,8 @@ class Keeping<T> {
     private readonly options: KeptBy,
   ) {
     lease.kept = true;
-    this.#schedule();
+    // The tick's time is fixed now; its timer is armed at the end of the turn, if the body runs on.
+    this.#schedule(performance.now());
   }
 
   /**
@@ -128,7 +129,7 @@ class Keeping<T> {
     // Same turn as the body's completion: a timer cannot have run if the body blocked.
     this.#pastDeadline();
     this.#done = true;
-    backgroundTimers.cancel(this.#timer);
+    backgroundTimers.drop(this.#timer);
     if (this.#renewal !== undefined) return this.#renewal.then(() => this.#giveBack(ok, value));
     return this.#giveBack(ok, value);
   }
@@ -195,12 +196,11 @@ class Keeping<T> {
     return lease.lost !== undefined;
   }
 
-  #schedule(): void {
+  #schedule(now: number): void {
     const { heartbeatMs } = this.options;
-    const now = performance.now();
     const at = heartbeatMs === false ? this.lease.deadline : Math.min(nextTick(now, heartbeatMs), this.lease.deadline);
     // Shared per millisecond: leases on the heartbeat grid tick together, one Node timer for all.
-    this.#timer = backgroundTimers.at(Math.max(at, now + 1), this.#tick);
+    this.#timer = backgroundTimers.soon(at, this.#tick);
   }
 
   #renewNow(): void {
@@ -236,6 +236,6 @@ class Keeping<T> {
       this.#renewal = Promise.resolve();
       renewSoon(() => this.#renewNow());
     }
-    this.#schedule();
+    this.#schedule(performance.now());
   }
 }
