@@ -9,7 +9,8 @@ import { foregroundTimers, type Soon } from "./timers.js";
 /**
  * The embedded store answers at once, and hands a freed permit straight to a
  * waiter of this process: no round trip to bound, no waiting room to share,
- * no grant to announce and claim. Same modes, same outcomes.
+ * no grant to announce and claim. Same modes, same outcomes. `now`: the
+ * clock read just now, when the token was made (the first attempt's time).
  */
 export function acquireLocally(
   store: LocalStore,
@@ -17,9 +18,10 @@ export function acquireLocally(
   call: LeaseCall,
   token: string,
   startedAt: number,
+  now: number,
 ): Promise<Acquired | Refused> {
-  if (settings.waitMs > 0) return new LocalWait(store, settings, call, token, startedAt).outcome;
-  return spinLocally(store, settings, call, token, startedAt);
+  if (settings.waitMs > 0) return new LocalWait(store, settings, call, token, startedAt, now).outcome;
+  return spinLocally(store, settings, call, token, startedAt, now);
 }
 
 async function spinLocally(
@@ -28,9 +30,10 @@ async function spinLocally(
   call: LeaseCall,
   token: string,
   startedAt: number,
+  now: number,
 ): Promise<Acquired | Refused> {
   for (let count = 0; ; count++) {
-    const sentAt = performance.now();
+    const sentAt = count === 0 ? now : performance.now();
     // Its first attempt is fresh (see `LocalStore`): a later one may find its own earlier grant.
     const reply = store.takeNow(
       call.kind,
@@ -78,6 +81,7 @@ class LocalWait implements LocalJoin {
     private readonly call: LeaseCall,
     private readonly token: string,
     private readonly startedAt: number,
+    now: number,
   ) {
     this.leaseMs = call.leaseMs;
     this.until = startedAt + settings.waitMs;
@@ -86,12 +90,12 @@ class LocalWait implements LocalJoin {
       this.#resolve = resolve;
       this.#reject = reject;
     });
-    this.#join();
+    this.#join(now);
   }
 
-  #join(): void {
+  /** `sentAt`: the clock read just now. */
+  #join(sentAt: number): void {
     const { store, call, token, startedAt } = this;
-    const sentAt = performance.now();
     const reply = store.waitNow(call.kind, call.storeKey, token, call.limit, call.weight, this, call.tenant, sentAt);
     if (reply.acquired) {
       this.#done = true;
@@ -111,7 +115,8 @@ class LocalWait implements LocalJoin {
 
   /** Granted (called by the store, from the call that freed the permit): only resolves. */
   onGrant(at: number, fence: number): void {
-    if (this.#end()) this.#resolve(acquired(this.store, this.token, fence, at, this.startedAt));
+    // Waited until the grant (`at`, the freeing call's time): no clock read of its own.
+    if (this.#end()) this.#resolve(acquired(this.store, this.token, fence, at, this.startedAt, at - this.startedAt));
   }
 
   /** The store closed while waiting: only rejects. */

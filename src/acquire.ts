@@ -49,7 +49,7 @@ function acquireFrom(
   // lease carries its tenant too: every later call on the lease counts against it.
   const token = stampToken(newToken(), call.tag, call.tenant?.name, now);
   if (!isMemoryStore(store)) return acquireRemotely(store, settings, call, token, startedAt);
-  if (settings.waitMs > 0 || settings.retries > 0) return acquireLocally(store, settings, call, token, startedAt);
+  if (settings.waitMs > 0 || settings.retries > 0) return acquireLocally(store, settings, call, token, startedAt, now);
   const reply = store.takeNow(call.kind, call.storeKey, token, call.limit, call.weight, call.leaseMs, call.tenant, now);
   return reply.acquired
     ? acquired(store, token, reply.fence as number, now, startedAt, now - startedAt)

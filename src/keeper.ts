@@ -127,35 +127,37 @@ class Keeping<T> {
   end(ok: boolean, value: unknown): T | Promise<T> {
     this.lease.finishing = true;
     // Same turn as the body's completion: a timer cannot have run if the body blocked.
-    this.#pastDeadline();
+    const now = performance.now();
+    this.#pastDeadline(now);
     this.#done = true;
     backgroundTimers.drop(this.#timer);
-    if (this.#renewal !== undefined) return this.#renewal.then(() => this.#giveBack(ok, value));
-    return this.#giveBack(ok, value);
+    if (this.#renewal !== undefined) return this.#renewal.then(() => this.#giveBack(ok, value, undefined));
+    return this.#giveBack(ok, value, now);
   }
 
   /**
    * The final release of `run`. A release the body already made is waited for,
    * not repeated: one round trip, and its answer decides a loss. Only if the
    * store failed to answer it (the lease may still be held) is it sent again.
+   * `now`: the clock read in this turn, if it was.
    */
-  #giveBack(ok: boolean, value: unknown): T | Promise<T> {
+  #giveBack(ok: boolean, value: unknown, now: number | undefined): T | Promise<T> {
     const early = this.lease.releasing;
-    if (early === undefined) return this.#release(ok, value);
+    if (early === undefined) return this.#release(ok, value, now);
     return early.then(
       () => this.#outcome(ok, value),
       () => {
         // The body saw this failure itself; the deadline decides whether the lease was kept meanwhile.
-        this.#pastDeadline();
-        return this.#release(ok, value);
+        this.#pastDeadline(performance.now());
+        return this.#release(ok, value, undefined);
       },
     );
   }
 
-  #release(ok: boolean, value: unknown): T | Promise<T> {
+  #release(ok: boolean, value: unknown, now: number | undefined): T | Promise<T> {
     let answer: boolean | Promise<boolean>;
     try {
-      answer = this.lease.giveBack();
+      answer = this.lease.giveBack(now);
     } catch (error) {
       this.#failedRelease(error);
       return this.#outcome(ok, value);
@@ -190,9 +192,9 @@ class Keeping<T> {
   }
 
   // Once the holder has released, only that release's answer says whether the lease was lost.
-  #pastDeadline(): boolean {
+  #pastDeadline(now: number): boolean {
     const { lease } = this;
-    if (lease.releasing === undefined && performance.now() >= lease.deadline) lease.lose();
+    if (lease.releasing === undefined && now >= lease.deadline) lease.lose();
     return lease.lost !== undefined;
   }
 
@@ -230,7 +232,7 @@ class Keeping<T> {
       });
       return;
     }
-    if (this.#pastDeadline()) return;
+    if (this.#pastDeadline(performance.now())) return;
     if (this.options.heartbeatMs !== false && this.#renewal === undefined) {
       // Claimed now (never two at once), sent with the other renewals due in this turn.
       this.#renewal = Promise.resolve();

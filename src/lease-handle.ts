@@ -130,16 +130,17 @@ export class LeaseHandle implements Lease {
 
   /**
    * `release()` as `run`'s keeper makes it: the answer itself when the store
-   * gives it at once (the embedded store), else its promise.
+   * gives it at once (the embedded store), else its promise. `at`: the
+   * keeper's clock reading of this turn, if it has one.
    */
-  giveBack(): boolean | Promise<boolean> {
+  giveBack(at?: number): boolean | Promise<boolean> {
     if (this.#released) return Promise.resolve(false);
     this.#released = true;
     const store = this.#call.store;
     if (isMemoryStore(store)) {
       // The embedded store answers at once: no round trip to bound, check or undo. One clock
       // reading serves the hold report and the store.
-      const now = performance.now();
+      const now = at ?? performance.now();
       const { kind, storeKey } = this.#call;
       const ours = this.#answered(store.releaseNow(kind, storeKey, this.token, this.#heldMs(now), now));
       this.#releasing = ours ? RELEASED : NOT_OURS;
