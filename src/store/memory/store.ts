@@ -2,15 +2,7 @@ import { ShutdownError } from "../../errors.js";
 import type * as calls from "../calls.js";
 import { GroupedStore, type Kind } from "../grouped.js";
 import { IN_PROCESS } from "../shape.js";
-import type {
-  AcquireReply,
-  Grant,
-  Inspection,
-  LockStats,
-  QueueOptions,
-  SemaphoreCounts,
-  WaiterRefresh,
-} from "../types.js";
+import type { AcquireReply, Grant, Inspection, LockStats, QueueOptions, SemaphoreCounts, WaiterRefresh } from "../types.js";
 import { type MemoryClock, processClock } from "./clock.js";
 import type { SemaphoreState } from "./holders.js";
 import type { LocalStore, Named } from "./local.js";
