@@ -434,7 +434,8 @@ async function httpOverhead(): Promise<void> {
 /**
  * 5. In process: the memory store against p-limit and async-sema, same loop shape. Fail fast
  * (64 loops, limit 64: nobody waits) and queueing (64 loops through limit 16, waitMs: callers
- * wait their turn, as p-limit's queue does).
+ * wait their turn, as p-limit's queue does); the same limit 16 also with 1 and 8 loops (issue #12),
+ * where nobody waits: what the queueing path costs when it is not needed.
  */
 async function inProcess(): Promise<void> {
   const tasks = ms(1_000_000, 100_000);
@@ -444,11 +445,11 @@ async function inProcess(): Promise<void> {
   // anything outside the process, and on a shared machine the wall clock also counts the time other
   // work held the cores (p-limit's own figure moved 3x between runs of the same build; per CPU
   // second, within 10%).
-  const timeLoop = async (once: () => Promise<unknown>, count = tasks) => {
+  const timeLoop = async (once: () => Promise<unknown>, count = tasks, workers = loops) => {
     let left = count;
     const started = process.cpuUsage();
     await Promise.all(
-      Array.from({ length: loops }, async () => {
+      Array.from({ length: workers }, async () => {
         while (left-- > 0) await once();
       }),
     );
@@ -484,6 +485,15 @@ async function inProcess(): Promise<void> {
   ];
   const results: Record<string, number> = {};
   for (const [name, once] of subjects) results[name] = await timeLoop(once);
+  // Limit 16 at concurrency 1 and 8: the queueing call's options, but a permit is always free.
+  for (const workers of [1, 8]) {
+    results[`leasehold memory, limit 16, ${workers} workers (run, waitMs)`] = await timeLoop(
+      () => queued.run("k", task),
+      tasks,
+      workers,
+    );
+    results[`p-limit, limit 16, ${workers} workers`] = await timeLoop(() => limit16(task), tasks, workers);
+  }
   // Diagnostics channels cost nothing without a subscriber; with one, this is what they cost.
   const noop = () => {};
   subscribe(CHANNELS.acquired, noop);
@@ -493,8 +503,11 @@ async function inProcess(): Promise<void> {
   unsubscribe(CHANNELS.released, noop);
   results["leasehold memory (acquire+release), again without"] = await timeLoop(subjects[0]?.[1] as () => Promise<unknown>);
   const ours = results["leasehold memory (acquire+release)"] as number;
-  const pl = (name: string) =>
-    name.includes("limit 16") ? (results["p-limit, limit 16"] as number) : (results["p-limit"] as number);
+  const pl = (name: string) => {
+    const workers = / (\d+) workers/.exec(name)?.[1];
+    if (workers !== undefined) return results[`p-limit, limit 16, ${workers} workers`] as number;
+    return name.includes("limit 16") ? (results["p-limit, limit 16"] as number) : (results["p-limit"] as number);
+  };
   scenarios.push({
     name: "in-process",
     unit: "tasks per CPU-second",
@@ -510,6 +523,14 @@ async function inProcess(): Promise<void> {
         "64 workers through limit 16, queueing: tasks/s vs p-limit",
         (results["leasehold memory, limit 16, queueing (run, waitMs)"] as number) / (results["p-limit, limit 16"] as number),
         1,
+      ),
+      ...[1, 8].map((workers) =>
+        target(
+          `${workers} workers through limit 16 (run, waitMs): tasks/s vs p-limit`,
+          (results[`leasehold memory, limit 16, ${workers} workers (run, waitMs)`] as number) /
+            (results[`p-limit, limit 16, ${workers} workers`] as number),
+          1,
+        ),
       ),
       target(
         "no subscriber vs a subscriber (no-subscriber cost is nil)",

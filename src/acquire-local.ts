@@ -4,12 +4,13 @@ import { type Acquired, acquired, type Refused, refused, why } from "./outcomes.
 import type { CallSettings } from "./settings.js";
 import type { LocalJoin, LocalStore } from "./store/memory.js";
 import type { AcquireReply } from "./store/types.js";
-import { type Due, foregroundTimers } from "./timers.js";
+import { foregroundTimers, type Soon } from "./timers.js";
 
 /**
  * The embedded store answers at once, and hands a freed permit straight to a
  * waiter of this process: no round trip to bound, no waiting room to share,
- * no grant to announce and claim. Same modes, same outcomes.
+ * no grant to announce and claim. Same modes, same outcomes. `now`: the
+ * clock read just now, when the token was made (the first attempt's time).
  */
 export function acquireLocally(
   store: LocalStore,
@@ -17,9 +18,10 @@ export function acquireLocally(
   call: LeaseCall,
   token: string,
   startedAt: number,
+  now: number,
 ): Promise<Acquired | Refused> {
-  if (settings.waitMs > 0) return new LocalWait(store, settings, call, token, startedAt).outcome;
-  return spinLocally(store, settings, call, token, startedAt);
+  if (settings.waitMs > 0) return new LocalWait(store, settings, call, token, startedAt, now).outcome;
+  return spinLocally(store, settings, call, token, startedAt, now);
 }
 
 async function spinLocally(
@@ -28,10 +30,21 @@ async function spinLocally(
   call: LeaseCall,
   token: string,
   startedAt: number,
+  now: number,
 ): Promise<Acquired | Refused> {
   for (let count = 0; ; count++) {
-    const sentAt = performance.now();
-    const reply = store.takeNow(call.kind, call.storeKey, token, call.limit, call.weight, call.leaseMs, call.tenant);
+    const sentAt = count === 0 ? now : performance.now();
+    // Its first attempt is fresh (see `LocalStore`): a later one may find its own earlier grant.
+    const reply = store.takeNow(
+      call.kind,
+      call.storeKey,
+      token,
+      call.limit,
+      call.weight,
+      call.leaseMs,
+      call.tenant,
+      count === 0 ? sentAt : undefined,
+    );
     if (reply.acquired) return acquired(store, token, reply.fence as number, sentAt, startedAt);
     if (count >= settings.retries) return refused(call, reply, why(reply), startedAt);
     if (settings.retryDelayMs > 0) await pauseUnlessAborted(settings.retryDelayMs, settings.signal);
@@ -45,7 +58,8 @@ async function spinLocally(
  * promise, with the lease record: the rest runs after it). The wait is its
  * own join (the store keeps it as the waiter's `local`) and keeps one shared
  * timer (one Node timer per millisecond for all): at the end of `waitMs`, or
- * sooner to look at the id when its nearest lease ends (see `#wake`).
+ * sooner to look at the id when its nearest lease ends (see `#wake`); armed
+ * at the end of the turn, so a waiter served within it never arms one.
  */
 class LocalWait implements LocalJoin {
   readonly leaseMs: number;
@@ -55,7 +69,7 @@ class LocalWait implements LocalJoin {
   #resolve!: (outcome: Acquired | Refused) => void;
   #reject!: (error: unknown) => void;
   #done = false;
-  #timer: Due | undefined;
+  #timer: Soon | undefined;
   /** The join's reply, for the refusal at the end of the wait. */
   #reply: AcquireReply | undefined;
   readonly #woken = (): void => this.#wake();
@@ -67,6 +81,7 @@ class LocalWait implements LocalJoin {
     private readonly call: LeaseCall,
     private readonly token: string,
     private readonly startedAt: number,
+    now: number,
   ) {
     this.leaseMs = call.leaseMs;
     this.until = startedAt + settings.waitMs;
@@ -75,13 +90,13 @@ class LocalWait implements LocalJoin {
       this.#resolve = resolve;
       this.#reject = reject;
     });
-    this.#join();
+    this.#join(now);
   }
 
-  #join(): void {
+  /** `sentAt`: the clock read just now. */
+  #join(sentAt: number): void {
     const { store, call, token, startedAt } = this;
-    const sentAt = performance.now();
-    const reply = store.waitNow(call.kind, call.storeKey, token, call.limit, call.weight, this, call.tenant);
+    const reply = store.waitNow(call.kind, call.storeKey, token, call.limit, call.weight, this, call.tenant, sentAt);
     if (reply.acquired) {
       this.#done = true;
       this.#resolve(acquired(store, token, reply.fence as number, sentAt, startedAt));
@@ -93,14 +108,15 @@ class LocalWait implements LocalJoin {
       return;
     }
     this.#reply = reply;
-    this.#wakeIn(reply.retryAfterMs);
+    this.#wakeIn(sentAt, reply.retryAfterMs);
     const { signal } = this.settings;
     if (signal !== undefined) onAbort(signal, this.#aborted);
   }
 
   /** Granted (called by the store, from the call that freed the permit): only resolves. */
   onGrant(at: number, fence: number): void {
-    if (this.#end()) this.#resolve(acquired(this.store, this.token, fence, at, this.startedAt));
+    // Waited until the grant (`at`, the freeing call's time): no clock read of its own.
+    if (this.#end()) this.#resolve(acquired(this.store, this.token, fence, at, this.startedAt, at - this.startedAt));
   }
 
   /** The store closed while waiting: only rejects. */
@@ -111,7 +127,7 @@ class LocalWait implements LocalJoin {
   #end(): boolean {
     if (this.#done) return false;
     this.#done = true;
-    foregroundTimers.cancel(this.#timer);
+    foregroundTimers.drop(this.#timer);
     const { signal } = this.settings;
     if (signal !== undefined) offAbort(signal, this.#aborted);
     return true;
@@ -123,9 +139,9 @@ class LocalWait implements LocalJoin {
     this.#reject(this.settings.signal?.reason);
   }
 
-  /** The next wake: when the nearest lease ends (`ms` from now), or the wait's end if sooner. */
-  #wakeIn(ms: number): void {
-    this.#timer = foregroundTimers.at(Math.min(performance.now() + ms, this.until), this.#woken);
+  /** The next wake: when the nearest lease ends (`ms` from `now`), or the wait's end if sooner. */
+  #wakeIn(now: number, ms: number): void {
+    this.#timer = foregroundTimers.soon(Math.min(now + ms, this.until), this.#woken);
   }
 
   // A holder whose lease lapses (it stalled, or stopped renewing) frees its permit only when
@@ -134,13 +150,14 @@ class LocalWait implements LocalJoin {
     this.#timer = undefined;
     if (this.#done) return;
     const { store, call } = this;
-    if (performance.now() >= this.until) {
+    const now = performance.now();
+    if (now >= this.until) {
       this.#end();
       store.leaveNow(call.kind, call.storeKey, this.token);
       this.#resolve(refused(call, this.#reply as AcquireReply, "wait-timeout", this.startedAt));
       return;
     }
     const next = store.settleNow(call.kind, call.storeKey);
-    if (!this.#done) this.#wakeIn(next);
+    if (!this.#done) this.#wakeIn(now, next);
   }
 }

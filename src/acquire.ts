@@ -28,29 +28,31 @@ export function acquireLease(
   settings.signal?.throwIfAborted();
   const startedAt = performance.now();
   const got = source.get();
-  if (got instanceof Promise) return got.then((store) => acquireFrom(store, settings, call, startedAt));
-  return acquireFrom(got, settings, call, startedAt);
+  if (got instanceof Promise) return got.then((store) => acquireFrom(store, settings, call, startedAt, performance.now()));
+  return acquireFrom(got, settings, call, startedAt, startedAt);
 }
 
 /**
  * The embedded store's fail-fast acquire answers in the same turn, with no
  * promise at all (the common in-process case, and a measurable share of it);
- * everything else is asynchronous.
+ * everything else is asynchronous. `now`: a clock reading made just now (the
+ * token's time, and the store's: one reading rather than one per layer).
  */
 function acquireFrom(
   store: Store,
   settings: CallSettings,
   call: LeaseCall,
   startedAt: number,
+  now: number,
 ): Acquired | Refused | Promise<Acquired | Refused> {
   // The token says who took the lease and when (for `holders`, at no extra store cost); a tenant's
   // lease carries its tenant too: every later call on the lease counts against it.
-  const token = stampToken(newToken(), call.tag, call.tenant?.name, startedAt);
+  const token = stampToken(newToken(), call.tag, call.tenant?.name, now);
   if (!isMemoryStore(store)) return acquireRemotely(store, settings, call, token, startedAt);
-  if (settings.waitMs > 0 || settings.retries > 0) return acquireLocally(store, settings, call, token, startedAt);
-  const reply = store.takeNow(call.kind, call.storeKey, token, call.limit, call.weight, call.leaseMs, call.tenant);
+  if (settings.waitMs > 0 || settings.retries > 0) return acquireLocally(store, settings, call, token, startedAt, now);
+  const reply = store.takeNow(call.kind, call.storeKey, token, call.limit, call.weight, call.leaseMs, call.tenant, now);
   return reply.acquired
-    ? acquired(store, token, reply.fence as number, startedAt, startedAt, 0)
+    ? acquired(store, token, reply.fence as number, now, startedAt, now - startedAt)
     : refused(call, reply, why(reply), startedAt);
 }
 

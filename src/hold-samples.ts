@@ -11,11 +11,11 @@ const REMEMBERED = 10_000;
 const lastSent = new Map<string, number>();
 
 /**
- * The hold, in whole ms since `heldSince`, to pass with a release on `storeKey`;
- * undefined when this process passed one on it less than 100 ms ago.
+ * The hold, in whole ms from `heldSince` to `now` (both `performance.now()`
+ * readings), to pass with a release on `storeKey`; undefined when this
+ * process passed one on it less than 100 ms ago.
  */
-export function holdToReport(storeKey: string, heldSince: number): number | undefined {
-  const now = performance.now();
+export function holdToReport(storeKey: string, heldSince: number, now: number): number | undefined {
   const last = lastSent.get(storeKey);
   if (last !== undefined && now - last < EVERY_MS) return undefined;
   if (lastSent.size >= REMEMBERED) lastSent.clear();

@@ -1,7 +1,7 @@
 import { channels, type RenewErrorEvent } from "./events.js";
 import type { LeaseHandle } from "./lease-handle.js";
 import type { CallSettings } from "./settings.js";
-import { backgroundTimers, type Due } from "./timers.js";
+import { backgroundTimers, type Soon } from "./timers.js";
 
 /** How `run` keeps a lease while its body works: its `KeepingOptions`, resolved (see `CallSettings`). */
 type KeptBy = Pick<CallSettings, "heartbeatMs" | "onRenewError">;
@@ -104,7 +104,7 @@ function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
 
 /** One lease being kept: its tick, its renewal in flight. A class, not closures: `run` makes one per call. */
 class Keeping<T> {
-  #timer: Due | undefined;
+  #timer: Soon | undefined;
   #renewal: Promise<void> | undefined;
   #done = false;
   readonly #tick = (): void => this.#ticked();
@@ -114,7 +114,8 @@ class Keeping<T> {
     private readonly options: KeptBy,
   ) {
     lease.kept = true;
-    this.#schedule();
+    // The tick's time is fixed now; its timer is armed at the end of the turn, if the body runs on.
+    this.#schedule(performance.now());
   }
 
   /**
@@ -126,35 +127,37 @@ class Keeping<T> {
   end(ok: boolean, value: unknown): T | Promise<T> {
     this.lease.finishing = true;
     // Same turn as the body's completion: a timer cannot have run if the body blocked.
-    this.#pastDeadline();
+    const now = performance.now();
+    this.#pastDeadline(now);
     this.#done = true;
-    backgroundTimers.cancel(this.#timer);
-    if (this.#renewal !== undefined) return this.#renewal.then(() => this.#giveBack(ok, value));
-    return this.#giveBack(ok, value);
+    backgroundTimers.drop(this.#timer);
+    if (this.#renewal !== undefined) return this.#renewal.then(() => this.#giveBack(ok, value, undefined));
+    return this.#giveBack(ok, value, now);
   }
 
   /**
    * The final release of `run`. A release the body already made is waited for,
    * not repeated: one round trip, and its answer decides a loss. Only if the
    * store failed to answer it (the lease may still be held) is it sent again.
+   * `now`: the clock read in this turn, if it was.
    */
-  #giveBack(ok: boolean, value: unknown): T | Promise<T> {
+  #giveBack(ok: boolean, value: unknown, now: number | undefined): T | Promise<T> {
     const early = this.lease.releasing;
-    if (early === undefined) return this.#release(ok, value);
+    if (early === undefined) return this.#release(ok, value, now);
     return early.then(
       () => this.#outcome(ok, value),
       () => {
         // The body saw this failure itself; the deadline decides whether the lease was kept meanwhile.
-        this.#pastDeadline();
-        return this.#release(ok, value);
+        this.#pastDeadline(performance.now());
+        return this.#release(ok, value, undefined);
       },
     );
   }
 
-  #release(ok: boolean, value: unknown): T | Promise<T> {
+  #release(ok: boolean, value: unknown, now: number | undefined): T | Promise<T> {
     let answer: boolean | Promise<boolean>;
     try {
-      answer = this.lease.giveBack();
+      answer = this.lease.giveBack(now);
     } catch (error) {
       this.#failedRelease(error);
       return this.#outcome(ok, value);
@@ -189,18 +192,17 @@ class Keeping<T> {
   }
 
   // Once the holder has released, only that release's answer says whether the lease was lost.
-  #pastDeadline(): boolean {
+  #pastDeadline(now: number): boolean {
     const { lease } = this;
-    if (lease.releasing === undefined && performance.now() >= lease.deadline) lease.lose();
+    if (lease.releasing === undefined && now >= lease.deadline) lease.lose();
     return lease.lost !== undefined;
   }
 
-  #schedule(): void {
+  #schedule(now: number): void {
     const { heartbeatMs } = this.options;
-    const now = performance.now();
     const at = heartbeatMs === false ? this.lease.deadline : Math.min(nextTick(now, heartbeatMs), this.lease.deadline);
     // Shared per millisecond: leases on the heartbeat grid tick together, one Node timer for all.
-    this.#timer = backgroundTimers.at(Math.max(at, now + 1), this.#tick);
+    this.#timer = backgroundTimers.soon(at, this.#tick);
   }
 
   #renewNow(): void {
@@ -230,12 +232,12 @@ class Keeping<T> {
       });
       return;
     }
-    if (this.#pastDeadline()) return;
+    if (this.#pastDeadline(performance.now())) return;
     if (this.options.heartbeatMs !== false && this.#renewal === undefined) {
       // Claimed now (never two at once), sent with the other renewals due in this turn.
       this.#renewal = Promise.resolve();
       renewSoon(() => this.#renewNow());
     }
-    this.#schedule();
+    this.#schedule(performance.now());
   }
 }

@@ -130,15 +130,19 @@ export class LeaseHandle implements Lease {
 
   /**
    * `release()` as `run`'s keeper makes it: the answer itself when the store
-   * gives it at once (the embedded store), else its promise.
+   * gives it at once (the embedded store), else its promise. `at`: the
+   * keeper's clock reading of this turn, if it has one.
    */
-  giveBack(): boolean | Promise<boolean> {
+  giveBack(at?: number): boolean | Promise<boolean> {
     if (this.#released) return Promise.resolve(false);
     this.#released = true;
     const store = this.#call.store;
     if (isMemoryStore(store)) {
-      // The embedded store answers at once: no round trip to bound, check or undo.
-      const ours = this.#answered(store.releaseNow(this.#call.kind, this.#call.storeKey, this.token, this.#heldMs()));
+      // The embedded store answers at once: no round trip to bound, check or undo. One clock
+      // reading serves the hold report and the store.
+      const now = at ?? performance.now();
+      const { kind, storeKey } = this.#call;
+      const ours = this.#answered(store.releaseNow(kind, storeKey, this.token, this.#heldMs(now), now));
       this.#releasing = ours ? RELEASED : NOT_OURS;
       return ours;
     }
@@ -164,7 +168,7 @@ export class LeaseHandle implements Lease {
       ours = await bounded(
         this.#call.store,
         "release",
-        send(() => this.#call.release(this.token, this.#heldMs())),
+        send(() => this.#call.release(this.token, this.#heldMs(performance.now()))),
         isFlag,
         this.#call.subject,
       );
@@ -178,9 +182,9 @@ export class LeaseHandle implements Lease {
     return this.#answered(ours);
   }
 
-  /** How long the lease has been held, in whole ms, when its release is to report it (see hold-samples.ts). */
-  #heldMs(): number | undefined {
-    return holdToReport(this.#call.storeKey, this.#heldSince);
+  /** How long the lease has been held at `now`, in whole ms, when its release is to report it (see hold-samples.ts). */
+  #heldMs(now: number): number | undefined {
+    return holdToReport(this.#call.storeKey, this.#heldSince, now);
   }
 
   /** What follows the store's answer to a release: the event, and a loss if it was not ours. */

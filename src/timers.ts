@@ -14,6 +14,11 @@ export class SharedTimers {
   /** Copied now and then (see churn.ts). */
   #buckets = new Map<number, { timer: NodeJS.Timeout; due: Set<Due> }>();
   #emptied = 0;
+  /** Callbacks to arm at the end of this turn (see `soon`), and how many of them were dropped since. */
+  #soon: Soon[] = [];
+  #dropped = 0;
+  #arming = false;
+  readonly #armSoon = (): void => this.#armAll();
 
   /** `ref`: whether a pending callback keeps the process alive (as a `waitMs` should; renewals should not). */
   constructor(private readonly ref: boolean) {}
@@ -44,6 +49,49 @@ export class SharedTimers {
     }
   }
 
+  /**
+   * `at`, armed at the end of this turn (one `setImmediate` for all of the
+   * turn's) unless dropped by then: a caller that is served, or a body that
+   * ends, in the turn it began (the embedded store's usual case) never
+   * touches a timer. The callback still runs at `at` or just after (at once
+   * if `at` passed meanwhile): only the bookkeeping moves, never the time.
+   */
+  soon(at: number, callback: () => void): Soon {
+    const entry: Soon = { at, callback, due: undefined, off: false };
+    const list = this.#soon;
+    list.push(entry);
+    if (!this.#arming) {
+      this.#arming = true;
+      const immediate = setImmediate(this.#armSoon);
+      if (!this.ref) immediate.unref();
+    } else if (this.#dropped >= 256 && this.#dropped * 2 >= list.length) {
+      // A turn that never ends (callers served in microtasks, one after another) drops what it adds: keep the list short.
+      this.#soon = list.filter((kept) => !kept.off);
+      this.#dropped = 0;
+    }
+    return entry;
+  }
+
+  /** Drops a callback of `soon`: its timer, if armed already, is cancelled. */
+  drop(entry: Soon | undefined): void {
+    if (entry === undefined || entry.off) return;
+    entry.off = true;
+    if (entry.due !== undefined) this.cancel(entry.due);
+    else {
+      // Until the list is next compacted, it holds the entry, not what its callback would keep alive.
+      entry.callback = noop;
+      this.#dropped++;
+    }
+  }
+
+  #armAll(): void {
+    const list = this.#soon;
+    this.#soon = [];
+    this.#dropped = 0;
+    this.#arming = false;
+    for (const entry of list) if (!entry.off) entry.due = this.at(entry.at, entry.callback);
+  }
+
   #fire(ms: number): void {
     const bucket = this.#buckets.get(ms);
     if (bucket === undefined) return;
@@ -71,6 +119,16 @@ export class SharedTimers {
 export interface Due {
   readonly ms: number;
   readonly callback: () => void;
+}
+
+const noop = (): void => {};
+
+/** A callback of {@link SharedTimers.soon}: `due` once armed, `off` once dropped. */
+export interface Soon {
+  readonly at: number;
+  callback: () => void;
+  due: Due | undefined;
+  off: boolean;
 }
 
 /** Timers that do not keep the process alive: renewal ticks, deadlines. */

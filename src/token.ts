@@ -1,24 +1,30 @@
 import { randomFillSync } from "node:crypto";
 
-const TOKEN_BYTES = 16;
-const POOL_TOKENS = 256;
-const pool = Buffer.alloc(TOKEN_BYTES * POOL_TOKENS);
-let poolOffset = pool.length;
+/** Characters of a token's random part: 22 base64url characters, 132 random bits (decoding to 16 bytes). */
+const TOKEN_CHARS = 22;
+/** Bytes drawn at once: a multiple of 3, so every base64url character of the batch carries 6 fresh random bits. */
+const POOL_BYTES = 4095;
+const pool = Buffer.alloc(POOL_BYTES);
+/** The pool's bytes as base64url (5,460 characters: 248 tokens), sliced one token at a time. */
+let poolText = "";
+let poolOffset = 0;
 
 /**
- * A fresh lease token: 128 bits from the system CSPRNG, so no other holder
- * can guess or collide with it. Random bytes are drawn 4 KiB at a time (one
- * call into the CSPRNG per 256 tokens, rather than one per token, which
- * would cost more than the rest of an in-memory acquire); every token still
- * uses its own fresh bytes.
+ * A fresh lease token: 128 bits (and 4 more) from the system CSPRNG, so no
+ * other holder can guess or collide with it. Random bytes are drawn 4 KiB at
+ * a time and encoded at once (one call into the CSPRNG and one base64url
+ * pass per 248 tokens: per token, either cost as much as the rest of an
+ * in-memory acquire); a token is a slice of that text, so every token still
+ * has its own fresh bits, none shared with another.
  */
 export function newToken(): string {
-  if (poolOffset >= pool.length) {
+  if (poolOffset + TOKEN_CHARS > poolText.length) {
     randomFillSync(pool);
+    poolText = pool.toString("base64url");
     poolOffset = 0;
   }
-  const token = pool.toString("base64url", poolOffset, poolOffset + TOKEN_BYTES);
-  poolOffset += TOKEN_BYTES;
+  const token = poolText.slice(poolOffset, poolOffset + TOKEN_CHARS);
+  poolOffset += TOKEN_CHARS;
   return token;
 }
 

@@ -27,6 +27,16 @@ export const processClock: MemoryClock = {
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
 
+/**
+ * The clock's `micros()` at `now`, a reading of its `now()` the step already
+ * made: on the process clock, derived from it rather than read again (a read
+ * is a call into Node, and a grant would make two). Still never behind an
+ * earlier grant's: a fence is past the id's last whatever the clock says.
+ */
+export function microsAt(clock: MemoryClock, now: number | undefined): number {
+  return clock === processClock && now !== undefined ? Math.floor((origin + now) * 1000) : clock.micros();
+}
+
 /** Whole ms until `at`, at least 1 (and 1 when nothing is due). */
 export function untilMs(at: number, now: number): number {
   return Number.isFinite(at) ? Math.max(1, Math.ceil(at - now)) : 1;

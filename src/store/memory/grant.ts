@@ -31,16 +31,16 @@ export function grant(state: SemaphoreState, now: number, self?: string, selfLea
     if (state.used + waiter.weight > Math.min(waiter.limit, state.idLimit)) break;
     queueDrop(queue, token);
     queueServed(queue, tenant, tag);
-    const fence = fenceNext(state);
+    const fence = fenceNext(state, now);
     if (token === self) {
-      holdersAdd(state, token, waiter.weight, now + selfLeaseMs);
+      holdersAdd(state, token, tenant, waiter.weight, now + selfLeaseMs);
       selfFence = fence;
     } else if (waiter.local !== undefined) {
-      holdersAdd(state, token, waiter.weight, now + waiter.local.leaseMs);
+      holdersAdd(state, token, tenant, waiter.weight, now + waiter.local.leaseMs);
       told ??= [];
       told.push([waiter.local, fence]);
     } else {
-      holdersAdd(state, token, waiter.weight, waiter.expiresAt);
+      holdersAdd(state, token, tenant, waiter.weight, waiter.expiresAt);
       granted ??= [];
       fences ??= [];
       granted.push(token);

@@ -1,5 +1,4 @@
 import { copyDue } from "../../churn.js";
-import { tenantOf } from "../types.js";
 import { pruneLapsed, untilMs } from "./clock.js";
 import type { IdState } from "./state.js";
 
@@ -26,8 +25,8 @@ export interface SemaphoreState extends IdState {
   idLimit: number;
 }
 
-export function holdersAdd(state: SemaphoreState, token: string, weight: number, expiresAt: number): void {
-  const tenant = tenantOf(token);
+/** `tenant`: the token's (`tenantOf`), which every caller already has. */
+export function holdersAdd(state: SemaphoreState, token: string, tenant: string, weight: number, expiresAt: number): void {
   state.holders.set(token, { expiresAt, weight, tenant });
   state.used += weight;
   if (tenant !== "") state.tenantUsed.set(tenant, (state.tenantUsed.get(tenant) ?? 0) + weight);

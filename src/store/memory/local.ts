@@ -4,12 +4,21 @@ import type { LocalJoin } from "./queue.js";
 
 export type { Kind };
 
+/** A call's tenant options, with its name when the engine passes them (see `fresh`). */
+export type Named = TenantOptions & { readonly name?: string };
+
 /**
  * What the embedded store offers the engine beyond the {@link Store}
  * contract: answers at once, without a promise, and a queue that hands a
  * freed permit straight to a waiter of this process (no grant to announce and
  * claim: the waiter is alive, it is in this process). `kind` picks the
  * primitive; a lock ignores `limit` and `weight`.
+ *
+ * `fresh`, on an acquire: the engine has just made `token`, reading
+ * `performance.now()` at `fresh`. Such a token holds nothing and waits
+ * nowhere yet (a re-sent acquire's lookups are skipped) and carries the
+ * tenant `tenant.name` (or none); on the process clock the reading is the
+ * store's time too. `at`, on a release: the caller's reading, the same way.
  */
 export interface LocalStore extends Store {
   takeNow(
@@ -19,7 +28,8 @@ export interface LocalStore extends Store {
     limit: number,
     weight: number,
     leaseMs: number,
-    tenant?: TenantOptions,
+    tenant?: Named,
+    fresh?: number,
   ): AcquireReply;
   /** Takes at once, or queues as a waiter of this process until `join.until` (then `onGrant`), or refuses / is full. */
   waitNow(
@@ -29,7 +39,8 @@ export interface LocalStore extends Store {
     limit: number,
     weight: number,
     join: LocalJoin,
-    tenant?: TenantOptions,
+    tenant?: Named,
+    fresh?: number,
   ): AcquireReply;
   leaveNow(kind: Kind, key: string, token: string): void;
   /**
@@ -40,5 +51,5 @@ export interface LocalStore extends Store {
   settleNow(kind: Kind, key: string): number;
   extendNow(kind: Kind, key: string, token: string, leaseMs: number): boolean;
   /** `heldMs`: how long the lease was held, for the id's typical hold (see `SemaphoreOperations.release`). */
-  releaseNow(kind: Kind, key: string, token: string, heldMs?: number): boolean;
+  releaseNow(kind: Kind, key: string, token: string, heldMs?: number, at?: number): boolean;
 }

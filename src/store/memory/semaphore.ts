@@ -49,7 +49,10 @@ export function semaphoreState(ids: Map<string, IdState>, env: Env, key: string)
  * then a newcomer is admitted at once exactly when it would be granted at once
  * had it joined the queue: it joins, the grants run in turn, and it holds a
  * full lease, or stays queued, or, failing fast, leaves. `local`, a waiter of
- * this process, joins without a waiter lease (see queue.ts).
+ * this process, joins without a waiter lease (see queue.ts). `fresh`, for a
+ * token the engine of this process has just made, is its tenant ("" for
+ * none): such a token holds nothing and waits nowhere yet, so the lookups of
+ * a re-sent acquire (and the token's parse) are skipped.
  */
 export function semaphoreAcquire(
   state: SemaphoreState,
@@ -61,6 +64,7 @@ export function semaphoreAcquire(
   local: LocalJoin | undefined,
   tenantCall: TenantOptions | undefined,
   now: number,
+  fresh?: string,
 ): AcquireReply {
   holdersPrune(state, now);
   if (state.queue.waiters.size > 0) {
@@ -69,24 +73,26 @@ export function semaphoreAcquire(
     state.idLimit = limit;
     grant(state, now);
   }
-  const held = state.holders.get(token);
-  if (held !== undefined) {
-    // A re-sent acquire, or a waiter claiming its grant: refresh, never count twice (a new fence).
-    holdersTouch(state, held, now + leaseMs);
-    return settled(state, { acquired: true, retryAfterMs: 0, fence: fenceNext(state) }, now);
+  if (fresh === undefined) {
+    const held = state.holders.get(token);
+    if (held !== undefined) {
+      // A re-sent acquire, or a waiter claiming its grant: refresh, never count twice (a new fence).
+      holdersTouch(state, held, now + leaseMs);
+      return settled(state, { acquired: true, retryAfterMs: 0, fence: fenceNext(state, now) }, now);
+    }
+    const waiter = state.queue.waiters.get(token);
+    if (waiter !== undefined) {
+      queueTouch(state.queue, waiter, now + (queue?.waiterLeaseMs ?? 0));
+      return settled(state, { acquired: false, queued: true, retryAfterMs: holdersNext(state, now) }, now);
+    }
   }
-  const waiter = state.queue.waiters.get(token);
-  if (waiter !== undefined) {
-    queueTouch(state.queue, waiter, now + (queue?.waiterLeaseMs ?? 0));
-    return settled(state, { acquired: false, queued: true, retryAfterMs: holdersNext(state, now) }, now);
-  }
-  const tenant = tenantOf(token);
+  const tenant = fresh ?? tenantOf(token);
   const tenantLimit = tenantCall?.limit ?? Number.POSITIVE_INFINITY;
   const fitsTenant = tenantUsed(state, tenant) + weight <= tenantLimit;
   // Nobody waits: the newcomer's turn is now.
   if (state.queue.waiters.size === 0 && state.used + weight <= limit && fitsTenant) {
-    holdersAdd(state, token, weight, now + leaseMs);
-    return settled(state, { acquired: true, retryAfterMs: 0, fence: fenceNext(state) }, now);
+    holdersAdd(state, token, tenant, weight, now + leaseMs);
+    return settled(state, { acquired: true, retryAfterMs: 0, fence: fenceNext(state, now) }, now);
   }
   const queueing = queue !== undefined || local !== undefined;
   if (queueing) {

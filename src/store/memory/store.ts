@@ -2,19 +2,10 @@ import { ShutdownError } from "../../errors.js";
 import type * as calls from "../calls.js";
 import { GroupedStore, type Kind } from "../grouped.js";
 import { IN_PROCESS } from "../shape.js";
-import type {
-  AcquireReply,
-  Grant,
-  Inspection,
-  LockStats,
-  QueueOptions,
-  SemaphoreCounts,
-  TenantOptions,
-  WaiterRefresh,
-} from "../types.js";
-import type { MemoryClock } from "./clock.js";
+import type { AcquireReply, Grant, Inspection, LockStats, QueueOptions, SemaphoreCounts, WaiterRefresh } from "../types.js";
+import { type MemoryClock, processClock } from "./clock.js";
 import type { SemaphoreState } from "./holders.js";
-import type { LocalStore } from "./local.js";
+import type { LocalStore, Named } from "./local.js";
 import { lockAcquire, lockExtend, lockInspect, lockPrimitive, lockState, lockStats } from "./lock.js";
 import type { LocalJoin, LocalWaiter } from "./queue.js";
 import {
@@ -167,9 +158,10 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
     limit: number,
     weight: number,
     leaseMs: number,
-    tenant?: TenantOptions,
+    tenant?: Named,
+    fresh?: number,
   ): AcquireReply {
-    return this.#acquireNow(kind, key, token, limit, weight, leaseMs, undefined, undefined, tenant);
+    return this.#acquireNow(kind, key, token, limit, weight, leaseMs, undefined, undefined, tenant, fresh);
   }
 
   waitNow(
@@ -179,9 +171,10 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
     limit: number,
     weight: number,
     join: LocalJoin,
-    tenant?: TenantOptions,
+    tenant?: Named,
+    fresh?: number,
   ): AcquireReply {
-    return this.#acquireNow(kind, key, token, limit, weight, join.leaseMs, undefined, join, tenant);
+    return this.#acquireNow(kind, key, token, limit, weight, join.leaseMs, undefined, join, tenant, fresh);
   }
 
   settleNow(kind: Kind, key: string): number {
@@ -203,9 +196,14 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
       : lockExtend(state as LockState, token, leaseMs, now);
   }
 
-  releaseNow(kind: Kind, key: string, token: string, heldMs?: number): boolean {
+  releaseNow(kind: Kind, key: string, token: string, heldMs?: number, at?: number): boolean {
     const state = this.#ids(kind).get(key);
-    return state !== undefined && release(primitiveOf(kind), state, token, this.clock.now(), heldMs);
+    return state !== undefined && release(primitiveOf(kind), state, token, this.#now(at), heldMs);
+  }
+
+  /** The store's time: the caller's reading of the process clock when it made one just now, else its clock's. */
+  #now(at: number | undefined): number {
+    return at !== undefined && this.clock === processClock ? at : this.clock.now();
   }
 
   /** The ids this store keeps state for, and whether each has its clean-up timer: for the model-based suite. */
@@ -224,13 +222,15 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
     leaseMs: number,
     queue: QueueOptions | undefined,
     join: LocalJoin | undefined,
-    tenant: TenantOptions | undefined,
+    tenant: Named | undefined,
+    fresh?: number,
   ): AcquireReply {
     this.#refuse();
-    const now = this.clock.now();
+    const now = this.#now(fresh);
     if (kind === "lock") return lockAcquire(lockState(this.#locks, this.#env, key), token, leaseMs, queue, join, now);
     const state = semaphoreState(this.#semaphores, this.#env, key);
-    return semaphoreAcquire(state, token, limit, weight, leaseMs, queue, join, tenant, now);
+    const tenantName = fresh === undefined ? undefined : (tenant?.name ?? "");
+    return semaphoreAcquire(state, token, limit, weight, leaseMs, queue, join, tenant, now, tenantName);
   }
 
   #ids(kind: Kind): Map<string, IdState> {
