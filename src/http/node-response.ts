@@ -48,11 +48,20 @@ function closed(this: Reporting): void {
   // After the exchanges have heard of the departure: a handler that already ended its response is
   // done; one that has not may still end it (told by its signal), and that call ends its work.
   if (this.writableEnded) workEnded(this);
-  else if (this[END] === undefined) {
-    this[END] = this.end as Reporting[typeof END];
-    this.end = reportingEnd as Reporting["end"];
+  else {
+    if (this[END] === undefined) {
+      this[END] = this.end as Reporting[typeof END];
+      this.end = reportingEnd as Reporting["end"];
+    }
+    // A middleware that captured the original `end` earlier (compression, express-session) calls it
+    // past the wrapper; Node still emits 'prefinish' from it on a closed response.
+    this.once("prefinish", prefinished);
   }
   pipeEndsWork(this);
+}
+
+function prefinished(this: Reporting): void {
+  workEnded(this);
 }
 
 /** True when some exchange on `res` takes its handler's end from the response (see `reportHandlerEnd`). */
