@@ -13,8 +13,8 @@ import express from "express";
 import { afterEach, describe, expect, it } from "vitest";
 import { semaphore as expressSemaphore } from "../../integrations/express/index.js";
 import { CHANNELS, memoryStore, semaphore } from "../../src/index.js";
-import { eventually } from "../support/stores.js";
 import { listen, type RunningApp } from "../http/harness.js";
+import { eventually } from "../support/stores.js";
 
 let app: RunningApp | undefined;
 const lost: unknown[] = [];
