@@ -22,9 +22,11 @@ async function rounds(slots: ReturnType<typeof semaphore>) {
   const held = new Map<number, SemaphoreLease>();
   const order: number[][] = [];
   const all = plan.map((p, i) =>
-    slots.acquire("k", { weight: p.weight, tenant: p.tenant, tenantLimit: caps[p.tenant] as number, waitMs: 20_000 }).then((l) => {
-      if (l !== null) held.set(i, l);
-    }),
+    slots
+      .acquire("k", { weight: p.weight, tenant: p.tenant, tenantLimit: caps[p.tenant] as number, waitMs: 20_000 })
+      .then((l) => {
+        if (l !== null) held.set(i, l);
+      }),
   );
   let done = 0;
   const settled = Promise.all(all).then(() => {
