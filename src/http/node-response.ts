@@ -48,11 +48,20 @@ function closed(this: Reporting): void {
   // After the exchanges have heard of the departure: a handler that already ended its response is
   // done; one that has not may still end it (told by its signal), and that call ends its work.
   if (this.writableEnded) workEnded(this);
-  else if (this[END] === undefined) {
-    this[END] = this.end as Reporting[typeof END];
-    this.end = reportingEnd as Reporting["end"];
+  else {
+    if (this[END] === undefined) {
+      this[END] = this.end as Reporting[typeof END];
+      this.end = reportingEnd as Reporting["end"];
+    }
+    // A middleware that captured the original `end` earlier (compression, express-session) calls it
+    // past the wrapper; Node still emits 'prefinish' from it on a closed response.
+    this.once("prefinish", prefinished);
   }
   pipeEndsWork(this);
+}
+
+function prefinished(this: Reporting): void {
+  workEnded(this);
 }
 
 /** True when some exchange on `res` takes its handler's end from the response (see `reportHandlerEnd`). */
@@ -134,18 +143,26 @@ function pipeEndsWork(res: Reporting): void {
 /**
  * For frameworks that do not expose the handler's promise (Express): the
  * handler's work is taken to have ended when it ends the response (`send`,
- * `json`, `sendFile` and pipes all call `end`): seen at `finish`, or, if the
- * client left first, from `writableEnded` then, or from an `end` called
- * later (wrapped on this response object only, and only once the client
- * has left: an own `end` on every response cost 4 KB of allocation per
- * request). A stream piped into the response that closes after the client
+ * `json`, `sendFile` and pipes all call `end`): `end` is wrapped on this
+ * response object when the middleware runs, and `finish` counts too. The
+ * wrap must be in place before the handler runs, not only once the client
+ * left (review 6): a middleware mounted earlier that replaced `end` and
+ * streams the body itself (compression) may never call the original once
+ * its client stopped reading, so only the handler's own call says it is
+ * done. A stream piped into the response that closes after the client
  * left ends the work as well. `finish` and `close` are heard by
  * {@link watchNodeResponse}'s listeners: call this after it, before any await.
  */
 export function reportHandlerEnd(res: ServerResponse, exchange: Exchange): void {
+  const reporting = res as Reporting;
   exchange.workStarted();
-  // A stacked middleware's exchange is reached through the chain: one pipe listener per response.
-  const listening = endsWithResponse(res as Reporting);
+  // A stacked middleware's exchange is reached through the chain: one wrap and one pipe listener per response.
+  const listening = endsWithResponse(reporting);
   exchange.endsWithResponse = true;
-  if (!listening) res.on("pipe", piped);
+  if (listening) return;
+  res.on("pipe", piped);
+  if (reporting[END] === undefined) {
+    reporting[END] = res.end as Reporting[typeof END];
+    res.end = reportingEnd as ServerResponse["end"];
+  }
 }
