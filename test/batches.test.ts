@@ -24,14 +24,17 @@ afterEach(() => {
   for (const client of clients.splice(0)) client.disconnect();
 });
 
+/** A connected client whose fail-fast acquires are counted, a store over it, and an id of its own. */
+async function counted() {
+  const redis = newRedis();
+  clients.push(redis);
+  await redis.ping();
+  return { redis, sent: countTakes(redis), store: redisStore(redis), key: `{${uniquePrefix()}:k}` };
+}
+
 describe("calls gathered in one turn on the Redis store", () => {
   it("40 acquires in one turn: two go at once, the rest in calls of at most 16, each caller its own fence in order", async () => {
-    const redis = newRedis();
-    clients.push(redis);
-    await redis.ping();
-    const sent = countTakes(redis);
-    const store = redisStore(redis);
-    const key = `{${uniquePrefix()}:k}`;
+    const { redis, sent, store, key } = await counted();
     const calls = Array.from({ length: 40 }, (_, i) =>
       store.semaphore.acquire({ storeKey: key, token: `t${i}`, limit: 100, weight: 1, leaseMs: 10_000 }),
     );
@@ -48,12 +51,7 @@ describe("calls gathered in one turn on the Redis store", () => {
   });
 
   it("a batch of 16 goes out at once, before the turn ends; a smaller one at the turn's end", async () => {
-    const redis = newRedis();
-    clients.push(redis);
-    await redis.ping();
-    const sent = countTakes(redis);
-    const store = redisStore(redis);
-    const key = `{${uniquePrefix()}:k}`;
+    const { redis, sent, store, key } = await counted();
     const take = (i: number) =>
       store.semaphore.acquire({ storeKey: key, token: `t${i}`, limit: 100, weight: 1, leaseMs: 10_000 });
     // Two go at once, then ten are gathered: the ten wait for the end of the turn.

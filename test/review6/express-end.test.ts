@@ -1,3 +1,13 @@
+// Review 6 (perf-http, b1fa498): Express no longer wraps `res.end` when the middleware runs; it wraps it
+// only once the client has left (node-response.ts `closed`). A middleware mounted after leasehold that
+// captures `res.end` at its own setup and calls the captured original later (compression does this: the
+// real end runs when zlib flushes; express-session when the session is saved) now ends the response
+// through a function leasehold never sees. If the client leaves between the handler's `res.end` and that
+// deferred real end, the handler's end is never reported: the permit is held for the whole
+// `disconnectGraceMs` (60 s here; 30 s by default) although the handler is done, and then a *lease lost*
+// is reported for a request that completed. Before b1fa498 leasehold's own `end` was in place before the
+// later middleware captured it, so the deferred end went through it and returned the permit at once.
+//
 // Review 6 (perf-http, b1fa498), the case the 'prefinish' fix does not cover: a middleware that
 // replaced `res.end` (capturing the original) before leasehold ran and streams the body itself, as compression does (the
 // handler's `res.end(body)` goes into zlib; the data is written as the socket drains; the captured
@@ -18,6 +28,7 @@ import { CHANNELS, memoryStore, semaphore } from "../../src/index.js";
 import { listen, type RunningApp } from "../http/harness.js";
 import { eventually } from "../support/stores.js";
 
+// Two cases of one regression: the handler's end, hidden from leasehold by another middleware.
 const BODY = Buffer.alloc(32 * 1024 * 1024, 7);
 let app: RunningApp | undefined;
 const lost: unknown[] = [];
@@ -71,6 +82,54 @@ describe("Express: a body streamed by a middleware that captured end (compressio
     expect(await count()).toBe(1);
     client.destroy();
     // The handler ended long ago; the grace is 60 s.
+    await eventually(async () => (await count()) === 0, 3_000);
+    expect(lost).toEqual([]);
+  });
+});
+
+describe("Express: an end deferred by a later middleware, client gone in between", () => {
+  it("returns the permit when the deferred end runs, and reports no loss", async () => {
+    subscribe(CHANNELS.lost, onLost);
+    const store = memoryStore();
+    const count = () => semaphore({ client: store, limit: 1 }).count("work");
+    let handlerEnded!: () => void;
+    const ended = new Promise<void>((resolve) => {
+      handlerEnded = resolve;
+    });
+    let clientGone!: () => void;
+    const gone = new Promise<void>((resolve) => {
+      clientGone = resolve;
+    });
+    let realEnd: (() => void) | undefined;
+    const server = express();
+    server.get(
+      "/work",
+      expressSemaphore("work", 1, { client: store, disconnectGraceMs: 60_000 }),
+      // As compression / express-session: the original `end`, captured now, is called later.
+      (_req, res, next) => {
+        const original = res.end as (...args: unknown[]) => ServerResponse;
+        res.on("close", () => clientGone());
+        res.end = ((...args: unknown[]) => {
+          realEnd = () => original.apply(res, args);
+          handlerEnded();
+          return res;
+        }) as typeof res.end;
+        next();
+      },
+      (_req, res) => {
+        res.end("done");
+      },
+    );
+    app = await listen(createServer(server));
+    const client = httpRequest(`${app.url}/work`);
+    client.on("error", () => {});
+    client.end();
+    await ended;
+    expect(await count()).toBe(1);
+    client.destroy();
+    await gone;
+    (realEnd as () => void)();
+    // The handler and every middleware are done: the permit must come back well before the 60 s grace.
     await eventually(async () => (await count()) === 0, 3_000);
     expect(lost).toEqual([]);
   });
