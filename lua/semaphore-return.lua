@@ -10,7 +10,7 @@
 -- (lib/hold.lua).
 local holders, tenants = KEYS[1], KEYS[2]
 --!include lib/marks.lua
-if tenants and tenanted and redis.call('EXISTS', tenants) == 0 then return {-1} end
+if tenants and tenanted and (rebuild or redis.call('EXISTS', tenants) == 0) then return {-1} end
 --!include lib/clock.lua
 
 -- The typical hold's figures (lib/hold.lua), parsed when first needed.

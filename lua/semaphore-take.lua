@@ -7,29 +7,20 @@
 -- KEYS[1] holders  KEYS[2] tenants, when a caller has one  (see lib/holders.lua)
 -- ARGV: per call, token, limit, weight, lease ms, tenant cap (0: none) (five each)
 -- Returns {-1} when waiters exist (the marker) or the tenant index must be rebuilt: the caller runs
--- semaphore-acquire.lua; {-2} when tenants hold, their index was not declared and a call must prune
--- lapsed holders (which may be tenants'): the caller declares it and calls again. Else two numbers per call: 0 and its fence when it holds its
+-- semaphore-acquire.lua. Else two numbers per call: 0 and its fence when it holds its
 -- permits (lib/fence.lua: the calls' fences follow one another, in order); when refused, the ms
 -- until the nearest lease ends (negative: refused because its tenant is at its cap, the ms until
 -- the tenant's own nearest lease ends) and the id's typical hold (lib/hold.lua; 0: none).
 local holders, tenants = KEYS[1], KEYS[2]
 --!include lib/marks.lua
--- Without the tenants' index declared (no caller of this call has a tenant), tenants holding matter
--- only to a pruning of lapsed holders: a call that cannot need one is served in its turn, rather
--- than asked again after every later call of that turn (review 6).
-if tenanted and tenants and redis.call('EXISTS', tenants) == 0 then return {-1} end
+-- The index must be there and count only present members ('~r': rebuild it), else the full script
+-- rebuilds it. Without the index declared (no caller of this call has a tenant), tenants holding
+-- matter only to a pruning of lapsed holders, which then marks the index for rebuilding: every call
+-- is served in its turn (a call asked again would be served after the calls issued after it).
+if tenanted and tenants and (rebuild or redis.call('EXISTS', tenants) == 0) then return {-1} end
 --!include lib/clock.lua
 
 local card = redis.call('ZCARD', holders) - nmarks
--- Tenants hold but their index was not declared: a call that may have to prune lapsed holders (some
--- may be tenants') is asked again with it, before anything is written.
-if tenanted and not tenants then
-  local need = card
-  for i = 1, #ARGV, 5 do
-    need = need + ARGV[i + 2]
-    if need > ARGV[i + 1] + 0 then return {-2} end
-  end
-end
 -- A set with no member at all is a new key (as is one pruning empties): it gets its first expiry.
 local fresh = card == 0 and nmarks == 0
 -- Whether `last` moved on without the marker (a grant that did not write it in its own ZADD).
@@ -52,7 +43,13 @@ for i = 1, #ARGV, 5 do
       local lapsed = redis.call('ZRANGEBYSCORE', holders, '0', now)
       for j = 1, #lapsed do
         local t = string.find(lapsed[j], '@', 1, true)
-        if t then
+        if t and not tenants then
+          -- A tenant's permit goes without its index: the next call that reads the index rebuilds it.
+          if not rebuild then
+            redis.call('ZADD', holders, '-inf', '~r')
+            rebuild, nmarks = true, nmarks + 1
+          end
+        elseif t then
           if tonumber(redis.call('ZINCRBY', tenants, -1, string.sub(lapsed[j], t + 1))) <= 0 then
             redis.call('ZREM', tenants, string.sub(lapsed[j], t + 1))
           end

@@ -6,7 +6,7 @@
 -- members, and no other key ever has to be read (or could be evicted apart) to know them.
 -- Markers sit at negative scores, lease ends at positive ones: at -inf, '~' while waiters exist (see
 -- settle.lua), '~t' while tenant holders exist (the index `tenants`, tenant -> permits held, is then
--- kept, and rebuilt from the holders if it was lost) and '~h<record>', the id's typical hold
+-- kept, and rebuilt from the holders if it was lost, or when '~r' says it counts pruned permits) and '~h<record>', the id's typical hold
 -- (lib/hold.lua); '~f' at minus the last fence granted (see lib/fence.lua, included before this:
 -- one ZADD moves it on). Earlier builds kept the fence as '~f<fence>' at -inf: read, and removed.
 -- Holders are ranged from '0', a bound no marker reaches.
@@ -53,7 +53,7 @@ local function mark_set(mark)
   m[mark], m.n = true, m.n + 1
 end
 
--- Clears the marker '~' or '~t'.
+-- Clears the marker '~', '~t' or '~r'.
 local function mark_clear(mark)
   local m = marks_now()
   if not m[mark] then return end
@@ -92,9 +92,15 @@ local function holders_members(token, weight, score)
   return members
 end
 
--- The tenant index is there (rebuilt from the live holders if it was evicted apart from them).
+-- The tenant index is there (rebuilt from the holders if it was evicted apart from them, or if a
+-- fast take pruned tenants' permits without it: the marker '~r').
 local function tenants_ready(now)
-  if not tenants or not marks_now()['~t'] or redis.call('EXISTS', tenants) == 1 then return end
+  if not tenants then return end
+  if marks_now()['~r'] then
+    redis.call('DEL', tenants)
+    mark_clear('~r')
+  end
+  if not marks_now()['~t'] or redis.call('EXISTS', tenants) == 1 then return end
   local live = redis.call('ZRANGEBYSCORE', holders, '0', '+inf')
   for i = 1, #live do
     local tenant = tenant_of(live[i])

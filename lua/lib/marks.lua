@@ -1,13 +1,14 @@
 -- The holders set's markers (every member at a negative score), read at once by the fast paths: '~'
 -- (waiters: the caller takes the full script, {-1}), '~f' (the last fence, as its negated score:
--- lib/fence.lua), '~h<record>' (the typical hold, lib/hold.lua), '~t' (tenant holders). A marker
+-- lib/fence.lua), '~h<record>' (the typical hold, lib/hold.lua), '~t' (tenant holders), '~r' (the
+-- tenant index counts permits pruned without it: rebuild it before reading it). A marker
 -- '~f<fence>' at -inf is the last fence as earlier builds kept it: read, and removed when a
 -- fence is next written. Top-level code, not a function: the fast paths define no helper. Needs
 -- `holders`; sets `nmarks`, `last` (the last fence, 0 for none), `fenced` (whether the marker '~f'
--- is there), `legacy` (an old fence marker, or nil), `tenanted` and `record`.
+-- is there), `legacy` (an old fence marker, or nil), `tenanted`, `rebuild` and `record`.
 local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '(0', 'WITHSCORES')
 local nmarks = #marks / 2
-local last, fenced, legacy, tenanted, record = 0, false, nil, false, nil
+local last, fenced, legacy, tenanted, rebuild, record = 0, false, nil, false, false, nil
 for i = 1, #marks, 2 do
   local mark = marks[i]
   if mark == '~' then return {-1} end
@@ -17,6 +18,8 @@ for i = 1, #marks, 2 do
     fenced = true
   elseif mark == '~t' then
     tenanted = true
+  elseif mark == '~r' then
+    rebuild = true
   else
     local kind = string.sub(mark, 1, 2)
     if kind == '~h' then

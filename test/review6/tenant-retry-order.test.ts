@@ -4,7 +4,8 @@
 // index") and the store re-sends it (redis/fast.ts). The re-sent call goes out only when the answer is
 // back, after every later call of the same turn: it is served last. With one permit short, the first
 // caller is refused while a later one is admitted; the embedded store admits in call order. The two
-// stores disagree, and fail-fast admission is not first come, first served.
+// stores disagree, and fail-fast admission is not first come, first served. (The -2 answer is gone
+// since: a call without the index prunes and marks the index for rebuilding, test/regressions/tenant-prune-rebuild.test.ts.)
 import { describe, expect, it } from "vitest";
 import { memoryStore, semaphore } from "../../src/index.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";

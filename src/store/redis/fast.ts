@@ -65,11 +65,6 @@ export class FastPaths {
         const args: (string | number)[] = [];
         for (const call of calls) args.push(call.token, call.limit, call.weight, call.leaseMs, call.tenant?.limit ?? 0);
         return run(script, fastKeys(key, this.#tenanted.has(key) || withTenant(calls)), args).then((reply) => {
-          if (Array.isArray(reply) && reply.length === 1 && reply[0] === -2) {
-            // Tenants hold on this id: declare their index from now on, and ask again.
-            remember(this.#tenanted, key);
-            return run(script, fastKeys(key, true), args).then((again) => takeAnswers(again, calls.length, script));
-          }
           const replies = takeAnswers(reply, calls.length, script);
           this.contention(key, replies[0] === undefined);
           return replies;
