@@ -115,7 +115,15 @@ export class LeaseHandle implements Lease {
           this.#call.subject,
         );
     if (ours) {
-      this.deadline = sentAt + ms - CLOCK_GRAIN_MS;
+      const deadline = sentAt + ms - CLOCK_GRAIN_MS;
+      const sooner = deadline < this.deadline;
+      this.deadline = deadline;
+      // A shorter lease than before: a watch armed for the old deadline would tell the holder too late.
+      if (sooner && this.#watch !== undefined) {
+        backgroundTimers.cancel(this.#watch);
+        this.#watch = undefined;
+        this.#watchDeadline();
+      }
       this.#confirmation?.end();
       this.#confirmation = undefined;
     } else this.lose();

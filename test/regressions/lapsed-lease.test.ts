@@ -53,4 +53,20 @@ describe.each(stores)("a lease that lapses without being released ($name)", ({ m
       await kept?.release();
     }
   });
+
+  // Found in a later review: the watch stayed armed for the old, later deadline.
+  it("a lease extended to a shorter length aborts its signal at the new end, not the old one", async () => {
+    const client = make();
+    const slots = semaphore({ client, limit: 1, prefix: uniquePrefix(), leaseMs: 60_000 });
+    const locks = lock({ client, prefix: uniquePrefix(), ttlMs: 60_000 });
+    const leases = [await slots.acquire("k"), await locks.acquire("k")];
+    const told = leases.map(
+      (lease) => new Promise((resolve) => lease?.signal.addEventListener("abort", () => resolve(lease.signal.reason))),
+    );
+    for (const lease of leases) expect(await lease?.extend(300)).toBe(true);
+    // Told within the test's timeout (the old deadline was a minute away), as a loss.
+    const reasons = await Promise.all(told);
+    expect(reasons[0]).toBeInstanceOf(SemaphoreLeaseLostError);
+    expect(reasons[1]).toBeInstanceOf(LockLeaseLostError);
+  }, 20_000);
 });
