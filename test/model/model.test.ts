@@ -207,7 +207,7 @@ class World {
 
     // Every read at once: they are independent, and one round trip keeps thousands of steps fast.
     const stores = this.withRedis ? [this.memory, this.redis] : [this.memory];
-    const [, semState, lockState, figures, expiries, marker] = await Promise.all([
+    const [, semState, lockState, figures, expiries, marker, index] = await Promise.all([
       subscriber.ping(),
       Promise.all(stores.map(async (store) => sorted(await store.semaphore.inspect({ storeKey: this.semKey })))),
       Promise.all(stores.map((store) => store.lock.inspect({ storeKey: this.lockKey }))),
@@ -224,6 +224,11 @@ class World {
         return new Map(keys.map((key, i) => [key, ats[i] as number]));
       }),
       redis.zscore(this.semKey, "~"),
+      Promise.all([
+        redis.zrange(`${this.semKey}:t`, "0", "-1", "WITHSCORES"),
+        redis.zrangebyscore(this.semKey, "0", "+inf"),
+        redis.zscore(this.semKey, "~r"),
+      ]),
     ]);
     await new Promise((resolve) => setImmediate(resolve));
 
@@ -286,6 +291,19 @@ class World {
     const lockWaiters = this.lock.queue.filter((w) => w.expiresAt > now).map((w) => w.expiresAt);
     if (lockWaiters.length > 0 && this.withRedis) {
       for (const suffix of [":q", ":qe"]) covers(`${this.lockKey}${suffix}`, Math.max(...lockWaiters));
+    }
+
+    // Redis: the tenant index, unless marked for rebuilding ('~r'), counts each tenant's members present.
+    const [counted, members, rebuild] = index;
+    if (this.withRedis && rebuild === null && counted.length > 0) {
+      const present = new Map<string, number>();
+      for (const member of members) {
+        const at = member.indexOf("@");
+        if (at >= 0) present.set(member.slice(at + 1), (present.get(member.slice(at + 1)) ?? 0) + 1);
+      }
+      const kept = new Map<string, number>();
+      for (let i = 0; i < counted.length; i += 2) kept.set(counted[i] as string, Number(counted[i + 1]));
+      expect(kept, `tenant index ${context}`).toEqual(present);
     }
 
     // Memory: every id it keeps has its clean-up armed, so nothing can be left behind.
