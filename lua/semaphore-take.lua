@@ -5,13 +5,16 @@
 -- so it declares the holders set (and the tenant index when a caller has a tenant) and defines no
 -- helper.
 -- KEYS[1] holders  KEYS[2] tenants, when a caller has one  (see lib/holders.lua)
--- ARGV: per call, token, limit, weight, lease ms, tenant cap (0: none) (five each)
+-- ARGV: per call, token, limit, lease ms, weight, tenant cap (0: none) (five each); or, for one call
+-- of weight 1 and no cap (almost every request), token, limit and lease ms alone.
 -- Returns {-1} when waiters exist (the marker) or the tenant index must be rebuilt: the caller runs
 -- semaphore-acquire.lua; {-2} when tenants hold, their index was not declared and a call must prune
 -- lapsed holders (which may be tenants'): the caller declares it and calls again. Else two numbers per call: 0 and its fence when it holds its
 -- permits (lib/fence.lua: the calls' fences follow one another, in order); when refused, the ms
 -- until the nearest lease ends (negative: refused because its tenant is at its cap, the ms until
--- the tenant's own nearest lease ends) and the id's typical hold (lib/hold.lua; 0: none).
+-- the tenant's own nearest lease ends) and the id's typical hold (lib/hold.lua; 0: none). A call of
+-- three arguments that holds gets its fence alone, a number rather than a table: Redis turns a
+-- table into a reply field by field (it looks up 'err', 'ok' and five more names first).
 local holders, tenants = KEYS[1], KEYS[2]
 --!include lib/marks.lua
 -- Without the tenants' index declared (no caller of this call has a tenant), tenants holding matter
@@ -21,12 +24,15 @@ if tenanted and tenants and redis.call('EXISTS', tenants) == 0 then return {-1} 
 --!include lib/clock.lua
 
 local card = redis.call('ZCARD', holders) - nmarks
+-- Five arguments per call, or three for one call of weight 1 without a cap.
+local step = 5
+if #ARGV == 3 then step = 3 end
 -- Tenants hold but their index was not declared: a call that may have to prune lapsed holders (some
 -- may be tenants') is asked again with it, before anything is written.
 if tenanted and not tenants then
   local need = card
-  for i = 1, #ARGV, 5 do
-    need = need + ARGV[i + 2]
+  for i = 1, #ARGV, step do
+    need = need + (ARGV[i + 3] or 1)
     if need > ARGV[i + 1] + 0 then return {-2} end
   end
 end
@@ -35,13 +41,16 @@ local fresh = card == 0 and nmarks == 0
 -- Whether `last` moved on without the marker (a grant that did not write it in its own ZADD).
 local stale = false
 local out = {}
-local latest = nil
-for i = 1, #ARGV, 5 do
+-- The latest lease end given, and its text when written by the one call's ZADD (no second format).
+local latest, latest_text = nil, nil
+for i = 1, #ARGV, step do
   -- Numbers read by arithmetic (tonumber parses twice), strings compared where none is needed.
-  local token, limit, lease = ARGV[i], ARGV[i + 1] + 0, ARGV[i + 3] + 0
+  local token, limit, lease = ARGV[i], ARGV[i + 1] + 0, ARGV[i + 2] + 0
   local weight, cap = 1, 0
-  if ARGV[i + 2] ~= '1' then weight = tonumber(ARGV[i + 2]) end
-  if ARGV[i + 4] ~= '0' then cap = tonumber(ARGV[i + 4]) end
+  if step == 5 then
+    if ARGV[i + 3] ~= '1' then weight = tonumber(ARGV[i + 3]) end
+    if ARGV[i + 4] ~= '0' then cap = tonumber(ARGV[i + 4]) end
+  end
   local at = string.find(token, '@', 1, true)
   local tenant = at and string.sub(token, at + 1) or ''
   local used = 0
@@ -72,7 +81,8 @@ for i = 1, #ARGV, 5 do
   if weight == 1 and card + 1 <= limit and (cap == 0 or used + 1 <= cap) then
     if now_us > last then last = now_us else last = last + 1 end
     -- Whole numbers as '%d' (an integer sprintf): the default '%.17g' costs the server several times more.
-    local new = redis.call('ZADD', holders, string.format('%d', ends), token, string.format('%d', -last), '~f')
+    latest_text = string.format('%d', ends)
+    local new = redis.call('ZADD', holders, latest_text, token, string.format('%d', -last), '~f')
     if not fenced then new, fenced, nmarks = new - 1, true, nmarks + 1 end
     holding, done = new == 0, true
   else
@@ -104,8 +114,10 @@ for i = 1, #ARGV, 5 do
       end
     end
     if not latest or ends > latest then latest = ends end
-    out[#out + 1] = 0
-    out[#out + 1] = last
+    if step == 5 then
+      out[#out + 1] = 0
+      out[#out + 1] = last
+    end
   elseif cap > 0 and used + weight > cap then
     -- The tenant's own figure: when one of its leases ends.
     local nearest = 1
@@ -132,14 +144,22 @@ if latest then
   -- empties), unless the grant's own ZADD moved it; an old-style marker goes.
   if stale then redis.call('ZADD', holders, string.format('%d', -last), '~f') end
   if legacy then redis.call('ZREM', holders, legacy) end
-  -- The key lives until its latest lease ends, and the clock has passed its fence. GT only ever
-  -- raises an existing expiry (every script leaves the key with one).
-  local at = latest + 1
-  if last >= latest * 1000 then at = (last - last % 1000) / 1000 + 1 end
-  if fresh then
-    redis.call('PEXPIREAT', holders, string.format('%d', at))
+  -- The key lives until its latest lease ends (a key lives while now <= its PEXPIREAT, a lease while
+  -- now < its end), and the clock has passed its fence. GT only ever raises an existing expiry (every
+  -- script leaves the key with one). One call's lease end is the text its ZADD wrote.
+  local at = nil
+  if last >= latest * 1000 then
+    at = string.format('%d', (last - last % 1000) / 1000 + 1)
+  elseif step == 3 and latest_text then
+    at = latest_text
   else
-    redis.call('PEXPIREAT', holders, string.format('%d', at), 'GT')
+    at = string.format('%d', latest)
   end
+  if fresh then
+    redis.call('PEXPIREAT', holders, at)
+  else
+    redis.call('PEXPIREAT', holders, at, 'GT')
+  end
+  if step == 3 then return last end
 end
 return out
