@@ -41,8 +41,7 @@ local fresh = card == 0 and nmarks == 0
 -- Whether `last` moved on without the marker (a grant that did not write it in its own ZADD).
 local stale = false
 local out = {}
--- The latest lease end given, and its text when written by the one call's ZADD (no second format).
-local latest, latest_text = nil, nil
+local latest = nil
 for i = 1, #ARGV, step do
   -- Numbers read by arithmetic (tonumber parses twice), strings compared where none is needed.
   local token, limit, lease = ARGV[i], ARGV[i + 1] + 0, ARGV[i + 2] + 0
@@ -81,8 +80,7 @@ for i = 1, #ARGV, step do
   if weight == 1 and card + 1 <= limit and (cap == 0 or used + 1 <= cap) then
     if now_us > last then last = now_us else last = last + 1 end
     -- Whole numbers as '%d' (an integer sprintf): the default '%.17g' costs the server several times more.
-    latest_text = string.format('%d', ends)
-    local new = redis.call('ZADD', holders, latest_text, token, string.format('%d', -last), '~f')
+    local new = redis.call('ZADD', holders, string.format('%d', ends), token, string.format('%d', -last), '~f')
     if not fenced then new, fenced, nmarks = new - 1, true, nmarks + 1 end
     holding, done = new == 0, true
   else
@@ -144,17 +142,12 @@ if latest then
   -- empties), unless the grant's own ZADD moved it; an old-style marker goes.
   if stale then redis.call('ZADD', holders, string.format('%d', -last), '~f') end
   if legacy then redis.call('ZREM', holders, legacy) end
-  -- The key lives until its latest lease ends (a key lives while now <= its PEXPIREAT, a lease while
-  -- now < its end), and the clock has passed its fence. GT only ever raises an existing expiry (every
-  -- script leaves the key with one). One call's lease end is the text its ZADD wrote.
-  local at = nil
-  if last >= latest * 1000 then
-    at = string.format('%d', (last - last % 1000) / 1000 + 1)
-  elseif step == 3 and latest_text then
-    at = latest_text
-  else
-    at = string.format('%d', latest)
-  end
+  -- The key lives until its latest lease ends, and the clock has passed its fence. GT only ever
+  -- raises an existing expiry (every script leaves the key with one). Not one ms sooner: the
+  -- tenants' index lives as long, and must not outlive the set whose '~t' says it is kept.
+  local at = latest + 1
+  if last >= latest * 1000 then at = (last - last % 1000) / 1000 + 1 end
+  at = string.format('%d', at)
   if fresh then
     redis.call('PEXPIREAT', holders, at)
   else
