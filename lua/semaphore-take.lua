@@ -56,8 +56,11 @@ for i = 1, #ARGV, step do
   if tenant ~= '' then used = tonumber(redis.call('ZSCORE', tenants, tenant)) or 0 end
   -- Lapsed leases are reclaimed only when they stand in the way: with room to spare they cost nothing.
   if card + weight > limit or (cap > 0 and used + weight > cap) then
+    -- Numbers passed to redis.call as text: Redis 7.0 prints a Lua number with '%.17g' (3,600
+    -- instructions each), an integer sprintf costs half that.
+    local upto_now = string.format('%d', now)
     if tenanted then
-      local lapsed = redis.call('ZRANGEBYSCORE', holders, '0', now)
+      local lapsed = redis.call('ZRANGEBYSCORE', holders, '0', upto_now)
       for j = 1, #lapsed do
         local t = string.find(lapsed[j], '@', 1, true)
         if t then
@@ -67,8 +70,10 @@ for i = 1, #ARGV, step do
         end
       end
     end
-    redis.call('ZREMRANGEBYSCORE', holders, '0', now)
-    card = redis.call('ZCARD', holders) - nmarks
+    local pruned = redis.call('ZREMRANGEBYSCORE', holders, '0', upto_now)
+    -- The first call's count is still the ZCARD's (nothing written yet): what was pruned comes off
+    -- it (markers sit below 0, never pruned). A later call's may count a refresh of another weight.
+    if i == 1 then card = card - pruned else card = redis.call('ZCARD', holders) - nmarks end
     fresh = fresh or card + nmarks == 0
     if tenant ~= '' then used = tonumber(redis.call('ZSCORE', tenants, tenant)) or 0 end
   end
@@ -131,7 +136,7 @@ for i = 1, #ARGV, step do
 --!include lib/hold-read.lua
     out[#out + 1] = hold
   else
-    local first = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    local first = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES', 'LIMIT', '0', '1')
     out[#out + 1] = math.max(1, tonumber(first[2]) - now)
 --!include lib/hold-read.lua
     out[#out + 1] = hold
