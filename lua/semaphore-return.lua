@@ -3,11 +3,13 @@
 -- The release of leases on an id nobody waits for, for one caller or several issued together:
 -- no helper. The keys keep their expiry: they still vanish with their latest lease.
 -- KEYS[1] holders  KEYS[2] tenants, when a lease has one (see lib/holders.lua)
--- ARGV: per lease, token, weight and the ms it was held (-1: not known) (three each)
+-- ARGV: per lease, token, weight and the ms it was held (-1: not known) (three each); or, for one
+-- lease of weight 1 (almost every request), its token alone, or its token and the ms it was held.
 -- Returns {-1} when waiters exist (the marker), or when the tenant index must be rebuilt: the caller
 -- runs semaphore-release.lua. Else, per lease, 1 when it was live, 0 when it was gone or had lapsed
--- (its members are removed either way). A live lease's hold is folded into the id's typical hold
--- (lib/hold.lua).
+-- (its members are removed either way): for one lease of weight 1, that number alone rather than a
+-- table (Redis turns a table into a reply field by field). A live lease's hold is folded into the
+-- id's typical hold (lib/hold.lua).
 local holders, tenants = KEYS[1], KEYS[2]
 --!include lib/marks.lua
 if tenants and tenanted and (rebuild or redis.call('EXISTS', tenants) == 0) then return {-1} end
@@ -17,12 +19,19 @@ if tenants and tenanted and (rebuild or redis.call('EXISTS', tenants) == 0) then
 local avg, upto, parsed, wrote = nil, nil, false, false
 -- Members present (live or lapsed), markers aside.
 local present = redis.call('ZCARD', holders) - nmarks
-local out = {}
+-- Three arguments per lease, or one or two for one lease of weight 1: its answer is a number.
+local short = #ARGV < 3
+local out, answer = nil, 0
+if not short then out = {} end
 for i = 1, #ARGV, 3 do
   -- Strings compared where no arithmetic needs the number (tonumber parses a string twice).
   local token, weight, held = ARGV[i], 1, -1
-  if ARGV[i + 1] ~= '1' then weight = tonumber(ARGV[i + 1]) end
-  if ARGV[i + 2] ~= '-1' then held = tonumber(ARGV[i + 2]) end
+  if not short then
+    if ARGV[i + 1] ~= '1' then weight = tonumber(ARGV[i + 1]) end
+    if ARGV[i + 2] ~= '-1' then held = tonumber(ARGV[i + 2]) end
+  elseif ARGV[2] then
+    held = tonumber(ARGV[2])
+  end
   local score = redis.call('ZSCORE', holders, token)
   if score then
     -- The tenant's sign matters only for a tenant's index or a heavier lease's further permits.
@@ -55,7 +64,7 @@ for i = 1, #ARGV, 3 do
   end
   local ends = score and score + 0
   if ends and ends > now then
-    out[#out + 1] = 1
+    if short then answer = 1 else out[#out + 1] = 1 end
     if held >= 0 then
       if not parsed then
         avg, upto = string.match(record or '', '(%d+):(%d+)$')
@@ -64,7 +73,7 @@ for i = 1, #ARGV, 3 do
 --!include lib/hold.lua
       wrote = true
     end
-  else
+  elseif not short then
     out[#out + 1] = 0
   end
 end
@@ -83,18 +92,22 @@ end
 -- (lib/fence.lua) or the typical hold still counts (lib/hold.lua): then it stays, holding those
 -- alone, until then.
 if present == 0 and not tenantMark then
+  -- The record's end as its text too, when this call did not fold it: PEXPIREAT takes it as it is.
+  local upto_text = nil
   if not parsed and record then
-    local u = string.match(record, ':(%d+)$')
-    upto = u and u + 0
+    upto_text = string.match(record, ':(%d+)$')
+    upto = upto_text and upto_text + 0
   end
   local keep = nil
   if (fenced or legacy) and last >= now_us then keep = math.floor(last / 1000) + 1 end
   if upto and upto > now and (not keep or upto > keep) then keep = upto end
   if keep then
-    redis.call('PEXPIREAT', holders, string.format('%d', keep))
+    if keep ~= upto or not upto_text then upto_text = string.format('%d', keep) end
+    redis.call('PEXPIREAT', holders, upto_text)
   elseif record or fenced or legacy then
     redis.call('DEL', holders)
   end
   -- Else the set held no marker either: the ZREM that emptied it removed the key already.
 end
+if short then return answer end
 return out

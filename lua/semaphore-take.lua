@@ -5,12 +5,15 @@
 -- so it declares the holders set (and the tenant index when a caller has a tenant) and defines no
 -- helper.
 -- KEYS[1] holders  KEYS[2] tenants, when a caller has one  (see lib/holders.lua)
--- ARGV: per call, token, limit, weight, lease ms, tenant cap (0: none) (five each)
+-- ARGV: per call, token, limit, lease ms, weight, tenant cap (0: none) (five each); or, for one call
+-- of weight 1 and no cap (almost every request), token, limit and lease ms alone.
 -- Returns {-1} when waiters exist (the marker) or the tenant index must be rebuilt: the caller runs
 -- semaphore-acquire.lua. Else two numbers per call: 0 and its fence when it holds its
 -- permits (lib/fence.lua: the calls' fences follow one another, in order); when refused, the ms
 -- until the nearest lease ends (negative: refused because its tenant is at its cap, the ms until
--- the tenant's own nearest lease ends) and the id's typical hold (lib/hold.lua; 0: none).
+-- the tenant's own nearest lease ends) and the id's typical hold (lib/hold.lua; 0: none). A call of
+-- three arguments that holds gets its fence alone, a number rather than a table: Redis turns a
+-- table into a reply field by field (it looks up 'err', 'ok' and five more names first).
 local holders, tenants = KEYS[1], KEYS[2]
 --!include lib/marks.lua
 -- The index must be there and count only present members ('~r': rebuild it), else the full script
@@ -21,26 +24,34 @@ if tenanted and tenants and (rebuild or redis.call('EXISTS', tenants) == 0) then
 --!include lib/clock.lua
 
 local card = redis.call('ZCARD', holders) - nmarks
+-- Five arguments per call, or three for one call of weight 1 without a cap.
+local step = 5
+if #ARGV == 3 then step = 3 end
 -- A set with no member at all is a new key (as is one pruning empties): it gets its first expiry.
 local fresh = card == 0 and nmarks == 0
 -- Whether `last` moved on without the marker (a grant that did not write it in its own ZADD).
 local stale = false
 local out = {}
 local latest = nil
-for i = 1, #ARGV, 5 do
+for i = 1, #ARGV, step do
   -- Numbers read by arithmetic (tonumber parses twice), strings compared where none is needed.
-  local token, limit, lease = ARGV[i], ARGV[i + 1] + 0, ARGV[i + 3] + 0
+  local token, limit, lease = ARGV[i], ARGV[i + 1] + 0, ARGV[i + 2] + 0
   local weight, cap = 1, 0
-  if ARGV[i + 2] ~= '1' then weight = tonumber(ARGV[i + 2]) end
-  if ARGV[i + 4] ~= '0' then cap = tonumber(ARGV[i + 4]) end
+  if step == 5 then
+    if ARGV[i + 3] ~= '1' then weight = tonumber(ARGV[i + 3]) end
+    if ARGV[i + 4] ~= '0' then cap = tonumber(ARGV[i + 4]) end
+  end
   local at = string.find(token, '@', 1, true)
   local tenant = at and string.sub(token, at + 1) or ''
   local used = 0
   if tenant ~= '' then used = tonumber(redis.call('ZSCORE', tenants, tenant)) or 0 end
   -- Lapsed leases are reclaimed only when they stand in the way: with room to spare they cost nothing.
   if card + weight > limit or (cap > 0 and used + weight > cap) then
+    -- Numbers passed to redis.call as text: Redis 7.0 prints a Lua number with '%.17g' (3,600
+    -- instructions each), an integer sprintf costs half that.
+    local upto_now = string.format('%d', now)
     if tenanted then
-      local lapsed = redis.call('ZRANGEBYSCORE', holders, '0', now)
+      local lapsed = redis.call('ZRANGEBYSCORE', holders, '0', upto_now)
       for j = 1, #lapsed do
         local t = string.find(lapsed[j], '@', 1, true)
         if t and not tenants then
@@ -56,8 +67,10 @@ for i = 1, #ARGV, 5 do
         end
       end
     end
-    redis.call('ZREMRANGEBYSCORE', holders, '0', now)
-    card = redis.call('ZCARD', holders) - nmarks
+    local pruned = redis.call('ZREMRANGEBYSCORE', holders, '0', upto_now)
+    -- The first call's count is still the ZCARD's (nothing written yet): what was pruned comes off
+    -- it (markers sit below 0, never pruned). A later call's may count a refresh of another weight.
+    if i == 1 then card = card - pruned else card = redis.call('ZCARD', holders) - nmarks end
     fresh = fresh or card + nmarks == 0
     if tenant ~= '' then used = tonumber(redis.call('ZSCORE', tenants, tenant)) or 0 end
   end
@@ -101,8 +114,10 @@ for i = 1, #ARGV, 5 do
       end
     end
     if not latest or ends > latest then latest = ends end
-    out[#out + 1] = 0
-    out[#out + 1] = last
+    if step == 5 then
+      out[#out + 1] = 0
+      out[#out + 1] = last
+    end
   elseif cap > 0 and used + weight > cap then
     -- The tenant's own figure: when one of its leases ends.
     local nearest = 1
@@ -118,7 +133,7 @@ for i = 1, #ARGV, 5 do
 --!include lib/hold-read.lua
     out[#out + 1] = hold
   else
-    local first = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    local first = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES', 'LIMIT', '0', '1')
     out[#out + 1] = math.max(1, tonumber(first[2]) - now)
 --!include lib/hold-read.lua
     out[#out + 1] = hold
@@ -130,13 +145,16 @@ if latest then
   if stale then redis.call('ZADD', holders, string.format('%d', -last), '~f') end
   if legacy then redis.call('ZREM', holders, legacy) end
   -- The key lives until its latest lease ends, and the clock has passed its fence. GT only ever
-  -- raises an existing expiry (every script leaves the key with one).
+  -- raises an existing expiry (every script leaves the key with one). Not one ms sooner: the
+  -- tenants' index lives as long, and must not outlive the set whose '~t' says it is kept.
   local at = latest + 1
   if last >= latest * 1000 then at = (last - last % 1000) / 1000 + 1 end
+  at = string.format('%d', at)
   if fresh then
-    redis.call('PEXPIREAT', holders, string.format('%d', at))
+    redis.call('PEXPIREAT', holders, at)
   else
-    redis.call('PEXPIREAT', holders, string.format('%d', at), 'GT')
+    redis.call('PEXPIREAT', holders, at, 'GT')
   end
+  if step == 3 then return last end
 end
 return out

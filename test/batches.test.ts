@@ -4,6 +4,7 @@
 import type { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { redisStore } from "../src/index.js";
+import { scripts } from "../src/store/lua.generated.js";
 import { newRedis, uniquePrefix } from "./support/redis.js";
 
 /** The fail-fast acquires' script calls the client sends, as the number of items each carries. */
@@ -12,8 +13,11 @@ function countTakes(redis: Redis): number[] {
   const evalsha = redis.evalsha.bind(redis) as (...args: unknown[]) => Promise<unknown>;
   (redis as unknown as { evalsha: unknown }).evalsha = (...args: unknown[]) => {
     const keys = Number(args[1]);
-    // semaphore-take.lua: five arguments per item.
-    if (keys <= 2 && (args.length - 2 - keys) % 5 === 0) items.push((args.length - 2 - keys) / 5);
+    // semaphore-take.lua: five arguments per item, or three for one item of weight 1.
+    if (args[0] === scripts.semaphoreTake.sha) {
+      const count = args.length - 2 - keys;
+      items.push(count === 3 ? 1 : count / 5);
+    }
     return evalsha(...args);
   };
   return items;

@@ -46,8 +46,8 @@ const release = { storeKey, weight: 1, heldMs: undefined };
 const subjects = {
   ioredis: async () => {
     const t = token();
-    await redis.evalsha(scripts.semaphoreTake.sha, 1, storeKey, t, 1e6, 1, 60_000, 0);
-    await redis.evalsha(scripts.semaphoreReturn.sha, 1, storeKey, t, 1, -1);
+    await redis.evalsha(scripts.semaphoreTake.sha, 1, storeKey, t, 1e6, 60_000);
+    await redis.evalsha(scripts.semaphoreReturn.sha, 1, storeKey, t);
   },
   store: async () => {
     const t = token();

@@ -122,8 +122,8 @@ async function driver(redis) {
     const give = await redis.script("LOAD", scripts.semaphoreReturn.source);
     return async (i) => {
       const token = `t${i}`;
-      await redis.evalsha(take, 1, "{cost:k}", token, limit, 1, 30_000, 0);
-      await redis.evalsha(give, 1, "{cost:k}", token, 1, -1);
+      await redis.evalsha(take, 1, "{cost:k}", token, limit, 30_000);
+      await redis.evalsha(give, 1, "{cost:k}", token);
     };
   }
   if (layer === "redis-semaphore") {

@@ -30,6 +30,36 @@ const withTenant = (items: readonly { token: string }[]): boolean => {
   return false;
 };
 
+/**
+ * semaphore-take.lua's arguments: five per call (token, limit, lease, weight, tenant cap), or three
+ * for one call of weight 1 without a cap, which the script answers with its fence alone.
+ */
+function takeArguments(calls: readonly SemaphoreAcquireCall[]): (string | number)[] {
+  const one = calls[0];
+  if (calls.length === 1 && one !== undefined && one.weight === 1 && !(one.tenant?.limit ?? 0)) {
+    return [one.token, one.limit, one.leaseMs];
+  }
+  const args: (string | number)[] = [];
+  for (const call of calls) args.push(call.token, call.limit, call.leaseMs, call.weight, call.tenant?.limit ?? 0);
+  return args;
+}
+
+/**
+ * semaphore-return.lua's arguments: three per lease (token, weight, ms held or -1), or for one lease
+ * of weight 1 its token, and the ms it was held when known; the script answers it with a number.
+ */
+function returnArguments(leases: readonly SemaphoreReleaseCall[]): (string | number)[] {
+  const one = leases[0];
+  if (leases.length === 1 && one !== undefined && one.weight === 1) {
+    const held = heldArgument(one.heldMs);
+    return held < 0 ? [one.token] : [one.token, held];
+  }
+  const args: (string | number)[] = [];
+  // Weight 0: not known, the script counts the lease's permits itself.
+  for (const lease of leases) args.push(lease.token, lease.weight ?? 0, heldArgument(lease.heldMs));
+  return args;
+}
+
 type Run = (script: Script, keys: string[], args: (string | number)[]) => Promise<unknown>;
 
 /** Adds to a bounded set of ids: past its bound it starts over (forgetting costs a round trip, never a wrong path). */
@@ -62,8 +92,7 @@ export class FastPaths {
       COALESCE_FROM,
       (key, calls) => {
         const script = scripts.semaphoreTake;
-        const args: (string | number)[] = [];
-        for (const call of calls) args.push(call.token, call.limit, call.weight, call.leaseMs, call.tenant?.limit ?? 0);
+        const args = takeArguments(calls);
         return run(script, fastKeys(key, this.#tenanted.has(key) || withTenant(calls)), args).then((reply) => {
           const replies = takeAnswers(reply, calls.length, script);
           this.contention(key, replies[0] === undefined);
@@ -76,9 +105,7 @@ export class FastPaths {
       COALESCE_FROM,
       (key, leases) => {
         const script = scripts.semaphoreReturn;
-        const args: (string | number)[] = [];
-        // Weight 0: not known, the script counts the lease's permits itself.
-        for (const lease of leases) args.push(lease.token, lease.weight ?? 0, heldArgument(lease.heldMs));
+        const args = returnArguments(leases);
         return run(script, fastKeys(key, this.#tenanted.has(key) || withTenant(leases)), args).then((reply) => {
           const replies = flagsPerItem(reply, leases.length, script);
           this.contention(key, replies[0] === undefined);

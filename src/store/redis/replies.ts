@@ -49,6 +49,8 @@ export function flag(reply: unknown, script: Script): boolean {
  * full path) becomes `undefined` for each; otherwise one 0 or 1 per item.
  */
 export function flagsPerItem(reply: unknown, count: number, script: Script): (number | undefined)[] {
+  // One lease of weight 1 is answered with its number alone (lua/semaphore-return.lua).
+  if (count === 1 && (reply === 0 || reply === 1)) return [reply];
   if (Array.isArray(reply)) {
     if (reply.length === 1 && reply[0] === -1) return new Array(count).fill(undefined);
     if (reply.length === count && reply.every((n) => n === 0 || n === 1)) return reply as number[];
@@ -64,6 +66,8 @@ export function flagsPerItem(reply: unknown, count: number, script: Script): (nu
 export type TakeAnswer = { refusedFor: number; fenceOrHold: number } | undefined;
 
 export function takeAnswers(reply: unknown, count: number, script: Script): TakeAnswer[] {
+  // One call of weight 1 that holds is answered with its fence alone (lua/semaphore-take.lua).
+  if (count === 1 && isFence(reply)) return [{ refusedFor: 0, fenceOrHold: reply }];
   if (Array.isArray(reply)) {
     if (reply.length === 1 && reply[0] === -1) return new Array(count).fill(undefined);
     if (reply.length === count * 2) {
