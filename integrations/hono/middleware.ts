@@ -1,33 +1,16 @@
 import type { ServerResponse } from "node:http";
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context, Handler, MiddlewareHandler, Next } from "hono";
 import { withoutStack } from "../../src/errors/base.js";
-import type { LeaseLostError } from "../../src/errors.js";
 import type { Closable, CloseOptions } from "../../src/holdings.js";
 import { Admission, type Admitted } from "../../src/http/admission.js";
 import { parseAdmissionOptions } from "../../src/http/config.js";
-import { Exchange, FENCE_HEADER, LeaseView } from "../../src/http/exchange.js";
-import { watchNodeResponse } from "../../src/http/node-response.js";
+import { type Exchange, FENCE_HEADER, LeaseView } from "../../src/http/exchange.js";
 import type { AdmissionRoute } from "../../src/http/options.js";
-import { leaseLostRejection } from "../../src/http/problem.js";
 import { holdBody } from "./body.js";
-import { LeaseRejectedException, problemResponse } from "./exception.js";
-import type { HonoOnRejected } from "./types.js";
-
-/** The Node response behind a request served by `@hono/node-server`, if any. */
-function nodeResponse(env: unknown): ServerResponse | undefined {
-  if (typeof env !== "object" || env === null || !("outgoing" in env)) return undefined;
-  const outgoing = env.outgoing;
-  return typeof outgoing === "object" && outgoing !== null && "writableFinished" in outgoing
-    ? (outgoing as ServerResponse)
-    : undefined;
-}
-
-function ignoreLoss(): void {}
-
-/** Cuts a response whose body was already being written when the lease was lost. */
-function cutResponse(this: Exchange): void {
-  this.response?.destroy();
-}
+import { LeaseRejectedException } from "./exception.js";
+import { guarded } from "./handler.js";
+import { admitFailed, cutResponse, HonoExchange, handlerFailed, lostFirst, nodeResponse, type Route } from "./request.js";
+import type { GuardableHandler, HonoOnRejected } from "./types.js";
 
 /**
  * Sets a header on the handler's response, whatever made it. `c.header()`
@@ -44,39 +27,13 @@ function setHeader(c: Context, name: string, value: string): void {
     c.res = copy;
   }
 }
-/**
- * One request through a leasehold middleware: the exchange and the adapter's own state in one object,
- * so that its callbacks are shared functions reading it (`this`), not closures made per request.
- */
-class HonoExchange extends Exchange {
-  /** The lease was lost before the handler settled: the middleware has answered (or will) with a 503. */
-  answered = false;
-  view: LeaseView | undefined;
-
-  constructor(
-    name: string,
-    graceMs: number,
-    readonly c: Context,
-    readonly next: () => Promise<void>,
-    readonly outgoing: ServerResponse | undefined,
-    readonly resolve: (value: Response | PromiseLike<Response> | undefined) => void,
-    readonly reject: (error: unknown) => void,
-    readonly route: Route,
-  ) {
-    super(name, graceMs);
+/** The middleware's exchange: told its outcome through the shared functions below. */
+class MiddlewareExchange extends HonoExchange {
+  constructor(name: string, graceMs: number, c: Context, next: Next, outgoing: ServerResponse | undefined, route: Route) {
+    super(name, graceMs, c, next, outgoing, route);
     this.admitted = admitted as Exchange["admitted"];
     this.admitFailed = admitFailed as Exchange["admitFailed"];
   }
-}
-
-/** What a route's middleware reads per request: its admission's settings. */
-interface Route {
-  readonly onRejected: HonoOnRejected | undefined;
-  readonly exposeFence: boolean;
-}
-
-function admitFailed(this: HonoExchange, error: unknown): void {
-  this.reject(error);
 }
 
 function admitted(this: HonoExchange, outcome: Admitted): void {
@@ -91,21 +48,6 @@ function admitted(this: HonoExchange, outcome: Admitted): void {
     // What a user's `onRejected` (or Hono's `next`) throws is the route's error, as an `async` middleware's would be.
     this.reject(error);
   }
-}
-
-/** The lease was lost while the handler ran: answer 503 now (the permit still covers the handler until it settles). */
-function lostFirst(this: HonoExchange, error: LeaseLostError): void {
-  this.answered = true;
-  this.onLost = ignoreLoss;
-  // A turn later, as the race's `await` made it: a handler finishing in this same turn is replaced
-  // whole (clearing first, so Hono does not merge the handler's headers into our answer).
-  queueMicrotask(() => {
-    const { c } = this;
-    c.res = undefined;
-    c.res = problemResponse(leaseLostRejection(error, this.id, this.limit));
-    if (this.outgoing === undefined) this.responded();
-    this.resolve(undefined);
-  });
 }
 
 /**
@@ -147,19 +89,15 @@ function handlerDone(exchange: HonoExchange): void {
   exchange.resolve(undefined);
 }
 
-function handlerFailed(exchange: HonoExchange, error: unknown): void {
-  exchange.workEnded();
-  if (exchange.answered) return;
-  if (exchange.outgoing === undefined) exchange.responded();
-  exchange.reject(error);
-}
-
 /**
  * The middleware of one route, `semaphore(...)` or `lock(...)`: admits the
  * request, runs the handler under its lease, and holds that lease until the
  * handler has settled and the response body is finished.
  */
-export function middleware(route: AdmissionRoute<Context, HonoOnRejected>, where: string): MiddlewareHandler & Closable {
+export function middleware(
+  route: AdmissionRoute<Context, HonoOnRejected>,
+  where: string,
+): MiddlewareHandler & Closable & { wrap<H extends GuardableHandler>(handler: H): H } {
   const admission = new Admission(parseAdmissionOptions(route, where));
   const { config } = admission;
   const { name, disconnectGraceMs } = config;
@@ -169,18 +107,14 @@ export function middleware(route: AdmissionRoute<Context, HonoOnRejected>, where
   // admission answers within `admitTo`, and the handler starts in this same call.
   const handler: MiddlewareHandler = function leasehold(c, next) {
     return new Promise<Response | undefined>((resolve, reject) => {
-      const outgoing = nodeResponse(c.env);
-      const exchange = new HonoExchange(name, disconnectGraceMs, c, next, outgoing, resolve, reject, settings);
-      if (outgoing !== undefined) watchNodeResponse(outgoing, exchange);
-      else {
-        // Off Node (Bun, Deno, Workers) the request's signal says the client left.
-        const signal: AbortSignal | undefined = c.req.raw.signal;
-        // Already aborted (the client left during an earlier middleware): no event will come.
-        if (signal?.aborted) exchange.clientGone();
-        else signal?.addEventListener("abort", () => exchange.clientGone(), { once: true });
-      }
+      const exchange = new MiddlewareExchange(name, disconnectGraceMs, c, next, nodeResponse(c.env), settings);
+      exchange.resolve = resolve;
+      exchange.reject = reject;
       admission.admitTo(c, exchange);
     });
   };
-  return Object.assign(handler, { close: (options?: CloseOptions) => admission.close(options) });
+  return Object.assign(handler, {
+    close: (options?: CloseOptions) => admission.close(options),
+    wrap: <H extends GuardableHandler>(route: H): H => guarded(admission, settings, route as Handler) as unknown as H,
+  });
 }
