@@ -5,7 +5,7 @@ import { createAdaptorServer } from "@hono/node-server";
 import { Hono } from "hono";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
-import { semaphore as honoSemaphore } from "../../integrations/hono/index.js";
+import { semaphore as honoSemaphore, type LeaseholdVariables, type SemaphoreLease } from "../../integrations/hono/index.js";
 import { memoryStore, semaphore } from "../../src/index.js";
 import { spyStore } from "../support/stores.js";
 import { listen, type RunningApp } from "./harness.js";
@@ -18,7 +18,8 @@ describe("Hono: a guarded handler that answers at once", () => {
 
   it("is served on the fast path, holds its permit until written, gives it back once, and refuses with 503 + Retry-After", async () => {
     const { store, calls } = spyStore(memoryStore());
-    const app = new Hono();
+    // A handler guarded by `wrap` reads the lease through the app's declared variables, as after `app.use`.
+    const app = new Hono<{ Variables: LeaseholdVariables<SemaphoreLease> }>();
     const guard = honoSemaphore("sync", 1, { client: store, exposeFence: true });
     let seen: unknown;
     app.get(
