@@ -82,10 +82,12 @@ export type LeaseholdMiddleware<Lease extends RequestLease = RequestLease> = Mid
      * guarantees as `app.get(path, middleware, handler)`, without Hono's `async` middleware chain.
      * Hono calls a route with one handler directly, and `@hono/node-server` writes a response
      * returned at once on its fast path: on the embedded store a handler that answers at once
-     * keeps both. Use one or the other on a route, not both.
+     * keeps both. Use one or the other on a route, not both. The handler reads `c.get("lease")`
+     * typed through the app's variables (`LeaseholdVariables`), as after `app.use`.
      *
      * @example
      * ```ts
+     * const app = new Hono<{ Variables: LeaseholdVariables<SemaphoreLease> }>();
      * const reports = semaphore("reports", 4);
      * app.get("/report", reports.wrap((c) => c.json(build(c.get("lease")))));
      * ```
