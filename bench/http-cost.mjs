@@ -10,7 +10,8 @@
 // MODE: none (a plain route), async (behind a no-op async middleware), run (behind the engine's `run`
 // called by hand), floor (the least a guard that holds its permit until the response's last byte can
 // do with the engine's internal `run`: what the adapter is measured against), memory (behind
-// leasehold's Hono middleware on the embedded store), rejecting (the same middleware refusing every
+// leasehold's Hono middleware on the embedded store), wrapped (the same guard as one handler,
+// `middleware.wrap(handler)`), redis-wrapped, rejecting (the same middleware refusing every
 // request), redis (the middleware on Redis at REDIS_URL: the client side of its two script calls).
 // FRAMEWORK=express: the same through Express (modes none, async, memory, rejecting).
 import { IncomingMessage, ServerResponse } from "node:http";
@@ -90,6 +91,14 @@ else if (mode === "run") {
   const client = memoryStore();
   await semaphore({ client, limit: 1 }).acquire("cost", { leaseMs: 3_600_000 });
   app.get("/", honoSemaphore("cost", 1, { client }), ok);
+} else if (mode === "wrapped") {
+  // The same guard as one handler (`middleware.wrap(handler)`): no middleware chain.
+  app.get("/", honoSemaphore("cost", 100_000, { client: memoryStore() }).wrap(ok));
+} else if (mode === "redis-wrapped") {
+  const { Redis } = await import("ioredis");
+  const redis = new Redis(process.env.REDIS_URL);
+  app.get("/", honoSemaphore("cost", 100_000, { client: redis }).wrap(ok));
+  done = () => redis.disconnect();
 } else app.get("/", honoSemaphore("cost", 100_000, { client: memoryStore() }), ok);
 let listener = getRequestListener(app.fetch);
 if (process.env.FRAMEWORK === "express") {

@@ -1,7 +1,8 @@
 // The HTTP servers of the overhead benchmark for one framework, in a process of
 // their own so the load generator does not share their event loop: FRAMEWORK
 // (express|hono|nestjs), and MODES and PORTS, two comma-separated lists of the
-// same length (mode: none|async|memory|redis|rejecting). Every variant lives in
+// same length (mode: none|async|memory|redis|rejecting; Hono also wrapped and redis-wrapped: the
+// same guard as one handler, `middleware.wrap(handler)`). Every variant lives in
 // this one process, so all of them run with the same heap and loaded code.
 // Prints "listening" when all are ready.
 import "reflect-metadata";
@@ -20,11 +21,11 @@ import { type ClientInput, memoryStore, semaphore } from "../dist/esm/src/index.
 const framework = process.env.FRAMEWORK;
 const modes = (process.env.MODES ?? "").split(",");
 const ports = (process.env.PORTS ?? "").split(",").map(Number);
-const redis = modes.includes("redis") ? new Redis(process.env.REDIS_URL as string) : undefined;
+const redis = modes.some((mode) => mode.startsWith("redis")) ? new Redis(process.env.REDIS_URL as string) : undefined;
 const limit = 10_000;
 
 async function serve(mode: string, port: number): Promise<void> {
-  const client: ClientInput = mode === "redis" && redis !== undefined ? redis : memoryStore();
+  const client: ClientInput = mode.startsWith("redis") && redis !== undefined ? redis : memoryStore();
   // "async": a no-op async middleware, the fair baseline for any guard (Hono's node-server, for one,
   // answers synchronous handlers on a faster path that no async middleware can take).
   const guarded = mode !== "none" && mode !== "async";
@@ -45,7 +46,12 @@ async function serve(mode: string, port: number): Promise<void> {
     await new Promise<void>((resolve) => createServer(app).listen(port, "127.0.0.1", resolve));
   } else if (framework === "hono") {
     const app = new Hono();
-    if (guarded) app.get("/", honoSemaphore(name, routeLimit, { client }), (c) => c.json({ ok: true }));
+    if (mode.endsWith("wrapped"))
+      app.get(
+        "/",
+        honoSemaphore(name, routeLimit, { client }).wrap((c) => c.json({ ok: true })),
+      );
+    else if (guarded) app.get("/", honoSemaphore(name, routeLimit, { client }), (c) => c.json({ ok: true }));
     else if (asyncNoop)
       app.get(
         "/",

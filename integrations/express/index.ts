@@ -5,7 +5,7 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Closable, CloseOptions } from "../../src/holdings.js";
-import { Admission } from "../../src/http/admission.js";
+import { Admission, type Admitted } from "../../src/http/admission.js";
 import { parseAdmissionOptions } from "../../src/http/config.js";
 import { Exchange, FENCE_HEADER, LeaseView, type RequestLease } from "../../src/http/exchange.js";
 import { reportHandlerEnd, sendRejection, watchNodeResponse } from "../../src/http/node-response.js";
@@ -71,25 +71,62 @@ export interface ExpressLockOptions extends LockAdmissionOptions<Request, Expres
  */
 export type LeaseholdMiddleware = RequestHandler & Closable;
 
+/** What a route's middleware reads per request. */
+interface Route {
+  readonly onRejected: ExpressOnRejected | undefined;
+  readonly exposeFence: boolean;
+}
+
+/** One request through a leasehold middleware: its callbacks are shared functions reading it, not closures. */
+class ExpressExchange extends Exchange {
+  constructor(
+    name: string,
+    graceMs: number,
+    readonly req: Request,
+    readonly res: Response,
+    readonly next: NextFunction,
+    readonly route: Route,
+  ) {
+    super(name, graceMs);
+    this.admitted = admitted as Exchange["admitted"];
+    this.admitFailed = admitFailed as Exchange["admitFailed"];
+  }
+}
+
+function admitFailed(this: ExpressExchange, error: unknown): void {
+  this.next(error);
+}
+
+function admitted(this: ExpressExchange, outcome: Admitted): void {
+  const { req, res, next, route } = this;
+  try {
+    if (outcome instanceof LeaseView) {
+      req.lease = outcome;
+      // Before the handler: a streamed body sends its headers with its first write.
+      if (route.exposeFence) res.setHeader(FENCE_HEADER, String(outcome.fence));
+      next();
+    } else if (outcome === "passed") next();
+    else if (outcome === "abandoned") return;
+    else if (route.onRejected !== undefined) route.onRejected(req, res, outcome, next);
+    else sendRejection(res, outcome);
+  } catch (error) {
+    // A throwing `onRejected` (or header write) is the route's error, not a lost request.
+    next(error);
+  }
+}
+
 function middleware(route: AdmissionRoute<Request, ExpressOnRejected>, where: string): LeaseholdMiddleware {
   const admission = new Admission(parseAdmissionOptions(route, where));
-  const { name, disconnectGraceMs, onRejected, exposeFence } = admission.config;
+  const { config } = admission;
+  const { name, disconnectGraceMs } = config;
+  const settings: Route = { onRejected: config.onRejected, exposeFence: config.exposeFence };
   const handler = function leasehold(req: Request, res: Response, next: NextFunction): void {
-    const exchange = new Exchange(name, disconnectGraceMs);
+    const exchange = new ExpressExchange(name, disconnectGraceMs, req, res, next, settings);
     watchNodeResponse(res, exchange);
     // Express does not expose the handler's promise: ending the response is the sign its work is done.
     reportHandlerEnd(res, exchange);
-    admission.admit(req, exchange).then((outcome) => {
-      if (outcome instanceof LeaseView) {
-        req.lease = outcome;
-        // Before the handler: a streamed body sends its headers with its first write.
-        if (exposeFence) res.setHeader(FENCE_HEADER, String(outcome.fence));
-        next();
-      } else if (outcome === "passed") next();
-      else if (outcome === "abandoned") return;
-      else if (onRejected !== undefined) onRejected(req, res, outcome, next);
-      else sendRejection(res, outcome);
-    }, next);
+    // On the embedded store the handler runs within this call: no promise, no tick.
+    admission.admitTo(req, exchange);
   };
   return Object.assign(handler, { close: (options?: CloseOptions) => admission.close(options) });
 }

@@ -70,5 +70,12 @@ export {
 } from "../../src/http/problem.js";
 export type { LockLease, SemaphoreLease } from "../../src/lease.js";
 export { LeaseRejectedException } from "./exception.js";
-export type { HonoLockOptions, HonoOnRejected, HonoSemaphoreOptions, LeaseholdMiddleware, LeaseholdVariables } from "./types.js";
+export type {
+  GuardableHandler,
+  HonoLockOptions,
+  HonoOnRejected,
+  HonoSemaphoreOptions,
+  LeaseholdMiddleware,
+  LeaseholdVariables,
+} from "./types.js";
 export type { Rejection, RequestLease };

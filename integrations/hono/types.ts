@@ -1,4 +1,4 @@
-import type { Context, MiddlewareHandler } from "hono";
+import type { Context, Handler, MiddlewareHandler } from "hono";
 import type { Closable } from "../../src/holdings.js";
 import type { RequestLease } from "../../src/http/exchange.js";
 import type { LockAdmissionOptions, SemaphoreAdmissionOptions } from "../../src/http/options.js";
@@ -52,8 +52,20 @@ export interface HonoSemaphoreOptions extends SemaphoreAdmissionOptions<Context,
  */
 export interface HonoLockOptions extends LockAdmissionOptions<Context, HonoOnRejected> {}
 /**
- * What {@link semaphore} and {@link lock} make: the middleware, and its
- * `close()` for a clean shutdown (see docs/operations.md, Shutting down).
+ * Any Hono handler, whatever its environment, path and input types: `wrap` returns the one it was given.
+ *
+ * @example
+ * ```ts
+ * const ok: GuardableHandler = (c) => c.text("ok");
+ * ```
+ */
+// biome-ignore lint/suspicious/noExplicitAny: Hono's own default for "any environment, path, input"; the handler's type is kept.
+export type GuardableHandler = Handler<any, any, any, any>;
+
+/**
+ * What {@link semaphore} and {@link lock} make: the middleware, its
+ * `close()` for a clean shutdown (see docs/operations.md, Shutting down),
+ * and `wrap(handler)`, the same guard as one handler.
  *
  * @example
  * ```ts
@@ -64,4 +76,21 @@ export interface HonoLockOptions extends LockAdmissionOptions<Context, HonoOnRej
 export type LeaseholdMiddleware<Lease extends RequestLease = RequestLease> = MiddlewareHandler<{
   Variables: LeaseholdVariables<Lease>;
 }> &
-  Closable;
+  Closable & {
+    /**
+     * The route's handler guarded by this middleware's admission, as a single handler: the same
+     * guarantees as `app.get(path, middleware, handler)`, without Hono's `async` middleware chain.
+     * Hono calls a route with one handler directly, and `@hono/node-server` writes a response
+     * returned at once on its fast path: on the embedded store a handler that answers at once
+     * keeps both. Use one or the other on a route, not both. The handler reads `c.get("lease")`
+     * typed through the app's variables (`LeaseholdVariables`), as after `app.use`.
+     *
+     * @example
+     * ```ts
+     * const app = new Hono<{ Variables: LeaseholdVariables<SemaphoreLease> }>();
+     * const reports = semaphore("reports", 4);
+     * app.get("/report", reports.wrap((c) => c.json(build(c.get("lease")))));
+     * ```
+     */
+    wrap<H extends GuardableHandler>(handler: H): H;
+  };

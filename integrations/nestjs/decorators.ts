@@ -30,7 +30,9 @@ function guardWith(route: Route): ClassDecorator & MethodDecorator {
       decorate(target as never);
       return;
     }
-    if (typeof descriptor.value === "function") descriptor.value = tracked(descriptor.value as (...args: unknown[]) => unknown);
+    if (typeof descriptor.value === "function" && key !== undefined) {
+      descriptor.value = tracked(target, key, descriptor.value as (...args: unknown[]) => unknown);
+    }
     decorate(target, key as string | symbol, descriptor);
     return descriptor;
   }) as ClassDecorator & MethodDecorator;

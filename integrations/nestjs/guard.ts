@@ -172,7 +172,8 @@ export class LeaseholdInterceptor implements NestInterceptor {
     const handler = context.getHandler();
     if (!isTracked(handler)) return next.handle().pipe(finalize(() => exchange.workEnded()));
     // Its observable can end (an outer timeout(), an SSE disconnect) while the handler's promise still runs.
-    const work = new HandlerWork(exchange, handler);
-    return within(work, () => next.handle()).pipe(finalize(() => work.ended()));
+    const work = new HandlerWork(exchange);
+    within(context.switchToHttp().getRequest(), work);
+    return next.handle().pipe(finalize(() => work.ended()));
   }
 }

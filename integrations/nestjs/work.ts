@@ -1,10 +1,14 @@
-import { AsyncLocalStorage } from "node:async_hooks";
+import { createParamDecorator, type ExecutionContext } from "@nestjs/common";
 import type { Exchange } from "../../src/http/exchange.js";
 
 /** Nest's metadata key of a route handler's path (`@Get()`, `@Post()` …): what marks a method as a route. */
 const PATH_METADATA = "path";
+/** Nest's metadata key of a handler's parameters (`ROUTE_ARGS_METADATA`), stable since Nest 5. */
+const ROUTE_ARGS_METADATA = "__routeArguments__";
 /** Marks a method wrapped by {@link tracked}, so that it is wrapped once and the interceptor knows it can rely on it. */
 const TRACKED = Symbol("leasehold:tracked");
+/** Where the interceptor leaves a request's {@link HandlerWork} for the handler's hidden parameter. */
+const WORK = Symbol("leasehold:work");
 
 type Method = ((...args: unknown[]) => unknown) & { [TRACKED]?: true };
 
@@ -19,10 +23,7 @@ type Method = ((...args: unknown[]) => unknown) & { [TRACKED]?: true };
 export class HandlerWork {
   #pending = 1;
 
-  constructor(
-    readonly exchange: Exchange,
-    readonly handler: unknown,
-  ) {}
+  constructor(readonly exchange: Exchange) {}
 
   /** The handler was called and returned `result`: a promise keeps the work running until it settles. */
   started(result: unknown): void {
@@ -40,40 +41,70 @@ export class HandlerWork {
   }
 }
 
-/** The request whose handler is being called: Nest calls it inside the scope its interceptors' `handle()` was made in. */
-const current = new AsyncLocalStorage<HandlerWork>();
-
-/** Runs `fn` (which calls `next.handle()`) so that the handler it eventually calls reports to `work`. */
-export function within<T>(work: HandlerWork, fn: () => T): T {
-  return current.run(work, fn);
+/**
+ * Hands the handler call of a request its {@link HandlerWork}: `request` is the one whose handler is
+ * being called, so the work is found without an `AsyncLocalStorage` (whose first `run` turns on
+ * promise hooks for the whole process, on Node 20: every promise of the application then costs
+ * two to four times as much).
+ */
+export function within(request: Record<symbol, unknown>, work: HandlerWork): void {
+  request[WORK] = work;
 }
+
+/**
+ * A parameter Nest fills for every call of a tracked route handler: the request's work, read from the
+ * request Nest is calling the handler for. Custom parameters pass through pipes untouched by default
+ * (a `ValidationPipe` skips them); anything else found in its place counts as no work.
+ */
+const handlerWork = createParamDecorator(
+  (_data: unknown, context: ExecutionContext): unknown => context.switchToHttp().getRequest()?.[WORK],
+);
 
 /** True when `handler` reports its promise (it was wrapped by a leasehold decorator). */
 export function isTracked(handler: unknown): boolean {
   return typeof handler === "function" && (handler as Method)[TRACKED] === true;
 }
 
+/** The index of a parameter after every one `method` declares or Nest fills, on `prototype[key]`. */
+function hiddenIndex(prototype: object, key: string | symbol, method: Method): number {
+  let index = method.length;
+  const types: unknown = Reflect.getMetadata("design:paramtypes", prototype, key);
+  if (Array.isArray(types)) index = Math.max(index, types.length);
+  const params: Record<string, { index?: unknown }> | undefined = Reflect.getMetadata(
+    ROUTE_ARGS_METADATA,
+    prototype.constructor,
+    key,
+  );
+  for (const param of Object.values(params ?? {})) {
+    if (typeof param.index === "number") index = Math.max(index, param.index + 1);
+  }
+  return index;
+}
+
 /**
- * Wraps a handler so that, called for a request whose interceptor is
- * waiting for it, it hands its result to that request's {@link HandlerWork}.
- * Called for anything else (a direct call, another handler's request) it is
- * the handler. Metadata other decorators put on the method is carried over.
+ * Wraps the route handler `prototype[key]` so that, called by Nest for a request whose interceptor
+ * is waiting for it, it hands its result to that request's {@link HandlerWork}: the wrapper declares
+ * one more parameter, after the handler's own, which Nest fills with it (and which the handler does
+ * not see). Called any other way (directly, by another handler) it is the handler. Metadata other
+ * decorators put on the method is carried over.
  */
-export function tracked(method: Method): Method {
+export function tracked(prototype: object, key: string | symbol, method: Method): Method {
   if (method[TRACKED] === true) return method;
+  const index = hiddenIndex(prototype, key, method);
   const wrapped: Method = function (this: unknown, ...args: unknown[]): unknown {
-    const work = current.getStore();
-    if (work === undefined || work.handler !== wrapped) return method.apply(this, args);
-    // The handler's own work does not run as "the handler being called": a call it makes to another route method is just a call.
-    const result = current.exit(() => method.apply(this, args));
+    const work = args[index];
+    if (!(work instanceof HandlerWork)) return method.apply(this, args);
+    args.length = index;
+    const result = method.apply(this, args);
     work.started(result);
     return result;
   };
-  for (const key of Reflect.getOwnMetadataKeys(method)) {
-    Reflect.defineMetadata(key, Reflect.getOwnMetadata(key, method), wrapped);
+  for (const name of Reflect.getOwnMetadataKeys(method)) {
+    Reflect.defineMetadata(name, Reflect.getOwnMetadata(name, method), wrapped);
   }
   Object.defineProperty(wrapped, "name", { value: method.name });
   wrapped[TRACKED] = true;
+  handlerWork()(prototype, key, index);
   return wrapped;
 }
 
@@ -85,6 +116,6 @@ export function trackRoutes(target: { prototype: object }): void {
     const descriptor = Object.getOwnPropertyDescriptor(prototype, name);
     const value: unknown = descriptor?.value;
     if (typeof value !== "function" || !Reflect.hasOwnMetadata(PATH_METADATA, value)) continue;
-    Object.defineProperty(prototype, name, { ...descriptor, value: tracked(value as Method) });
+    Object.defineProperty(prototype, name, { ...descriptor, value: tracked(prototype, name, value as Method) });
   }
 }

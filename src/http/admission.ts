@@ -14,7 +14,7 @@ import type { LeaseHandle } from "../lease-handle.js";
 import { type LockEngine, lockEngine } from "../lock.js";
 import { type SemaphoreEngine, type SemaphoreRunOptions, semaphoreEngine } from "../semaphore.js";
 import type { AdmissionConfig } from "./config.js";
-import type { Exchange, LeaseView } from "./exchange.js";
+import { Exchange, type LeaseView } from "./exchange.js";
 import { type RequestTenant, requestId, requestTenant } from "./identify.js";
 import {
   type Rejection,
@@ -59,31 +59,60 @@ export class Admission<Req, OnRejected = never> {
   }
 
   /**
-   * Admits `request`: resolves once the request may proceed (with its lease),
-   * must be refused, or passes without a lease. The lease is held until
-   * `exchange.ended` resolves and is released exactly once. Errors from
-   * `key`, `skip` or a limit function reject (the framework's error path).
+   * Admits `request` and tells `exchange.admitted` its outcome: its lease (held
+   * until `exchange.ended` resolves, released exactly once), a refusal, or a
+   * pass. Told within this call when the store answers at once (the embedded
+   * one), so an adapter can go on without a promise or a tick. What `key`,
+   * `skip` or a limit function throws goes to `exchange.admitFailed` (the
+   * framework's error path).
    */
-  admit(request: Req, exchange: Exchange): Promise<Admitted> {
-    const { skip } = this.config;
-    try {
-      // Without `skip`, no async wrapper: one promise less on every request.
-      return skip === undefined ? this.#take(request, exchange) : this.#admitUnlessSkipped(skip, request, exchange);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+  admitTo(request: Req, exchange: Exchange): void {
+    this.#tell(request, exchange, this.config.skip);
   }
 
-  async #admitUnlessSkipped(
+  #tell(request: Req, exchange: Exchange, skip: AdmissionConfig<Req, OnRejected>["skip"]): void {
+    let outcome: Admitted | undefined;
+    try {
+      outcome = skip === undefined ? this.#take(request, exchange) : this.#takeUnlessSkipped(skip, request, exchange);
+    } catch (error) {
+      exchange.admitFailed(error);
+      return;
+    }
+    if (outcome !== undefined) exchange.admitted(outcome);
+  }
+
+  /** {@link admitTo} as a promise, for an adapter that awaits it (NestJS's guard). */
+  admit(request: Req, exchange: Exchange): Promise<Admitted> {
+    return new Promise<Admitted>((resolve, reject) => {
+      exchange.admitted = resolve;
+      exchange.admitFailed = reject;
+      this.admitTo(request, exchange);
+    });
+  }
+
+  /** A `skip` answering at once keeps the admission in the call; a promise of one tells the exchange later. */
+  #takeUnlessSkipped(
     skip: (request: Req) => boolean | PromiseLike<boolean>,
     request: Req,
     exchange: Exchange,
-  ): Promise<Admitted> {
-    return (await skip(request)) ? "passed" : this.#take(request, exchange);
+  ): Admitted | undefined {
+    const skipped = skip(request);
+    if (typeof skipped === "boolean") return skipped ? "passed" : this.#take(request, exchange);
+    Promise.resolve(skipped).then(
+      (yes) => {
+        if (yes) exchange.admitted("passed");
+        else this.#tell(request, exchange, undefined);
+      },
+      (error: unknown) => exchange.admitFailed(error),
+    );
+    return undefined;
   }
 
-  /** Takes the lease: throws (synchronously) what `key` or a limit function throws. */
-  #take(request: Req, exchange: Exchange): Promise<Admitted> {
+  /**
+   * Takes the lease: throws (synchronously) what `key` or a limit function throws. Returns the
+   * outcome when it is known before the engine's `run` returns; else the exchange is told later.
+   */
+  #take(request: Req, exchange: Exchange): Admitted | undefined {
     const { config } = this;
     const id = requestId(config, request);
     const limit = typeof config.limit === "function" ? config.limit(request) : config.limit;
@@ -91,48 +120,66 @@ export class Admission<Req, OnRejected = never> {
     const tenant = requestTenant(config, request, limit);
     exchange.id = id;
     exchange.limit = limit;
-    if (exchange.gone) return Promise.resolve("abandoned");
+    if (exchange.gone) return "abandoned";
     if (tenant === null) {
       const error = new ValidationError("tenant", `the tenant function of "${config.name}" found no tenant for this request.`);
-      return Promise.resolve(this.#announce(tenantMissingRejection(error, id, limit), undefined));
+      return this.#announce(tenantMissingRejection(error, id, limit), undefined);
     }
-
-    return new Promise<Admitted>((resolve, reject) => {
-      let admittedAt: number | undefined;
-      const hold = (lease: LeaseHandle & Partial<SemaphoreLease>): Promise<void> | undefined => {
-        admittedAt = performance.now();
-        if (lease.waitedMs > 0 && config.queues) this.#estimate.waited(lease.waitedMs);
-        if (exchange.gone) {
-          resolve("abandoned");
-          return undefined;
-        }
-        const hook = config.onLeaseLost;
-        resolve(exchange.bind(lease, hook === undefined ? undefined : (error: LeaseLostError) => hook(error, request)));
-        return exchange.ended;
-      };
-      const held = (): void => {
-        if (admittedAt !== undefined) this.#estimate.held(performance.now() - admittedAt);
-      };
-      const failed = (error: unknown): void => {
-        // After admission the only failure is a lost lease, already reported through the exchange.
-        if (admittedAt !== undefined) return;
-        if (exchange.gone) resolve("abandoned");
-        else if (error instanceof SemaphoreNotAcquiredError || error instanceof LockNotAcquiredError) {
-          resolve(this.#refused(error, id, limit, weight, tenant));
-        } else if (error instanceof ShutdownError) {
-          resolve(this.#announce(shuttingDownRejection(error, id, limit), tenant?.name));
-        } else if (error instanceof StoreUnavailableError) {
-          config.onStoreUnavailable?.(error, request);
-          resolve(config.failOpen ? "passed" : this.#storeDown(error, id, limit, tenant));
-        } else reject(error);
-      };
-      // The engine made for adapters (semaphoreEngine, lockEngine) builds its refusals without a stack.
-      const running: Promise<unknown> =
+    // The engine made for adapters (semaphoreEngine, lockEngine) builds its refusals without a stack.
+    const hold = (lease: LeaseHandle & Partial<SemaphoreLease>): Promise<Exchange> | undefined =>
+      this.#hold(lease, request, exchange);
+    let running: Promise<unknown>;
+    exchange.taking = true;
+    try {
+      running =
         this.#engine.kind === "semaphore"
           ? this.#engine.engine.run(id, hold, this.#runOptions(limit, weight, tenant, exchange))
           : this.#engine.engine.run(id, hold, config.mayWait ? { signal: exchange.clientSignal } : undefined);
-      running.then(held, failed);
-    });
+    } finally {
+      exchange.taking = false;
+    }
+    running.then(this.#held, (error: unknown) => this.#failed(error, request, exchange, weight, tenant));
+    const taken = exchange.taken;
+    exchange.taken = undefined;
+    return taken;
+  }
+
+  /** The body of the engine's `run`: the permit is held until the exchange ends. */
+  #hold(lease: LeaseHandle & Partial<SemaphoreLease>, request: Req, exchange: Exchange): Promise<Exchange> | undefined {
+    const { config } = this;
+    exchange.admittedAt = performance.now();
+    if (lease.waitedMs > 0 && config.queues) this.#estimate.waited(lease.waitedMs);
+    let outcome: Admitted = "abandoned";
+    if (!exchange.gone) {
+      const hook = config.onLeaseLost;
+      outcome = exchange.bind(lease, hook === undefined ? undefined : (error: LeaseLostError) => hook(error, request));
+    }
+    if (exchange.taking) exchange.taken = outcome;
+    else exchange.admitted(outcome);
+    return outcome === "abandoned" ? undefined : exchange.ended;
+  }
+
+  /** `run` settled after the exchange ended (with it): how long the permit was held feeds Retry-After. */
+  readonly #held = (exchange: unknown): void => {
+    if (exchange instanceof Exchange && exchange.admittedAt >= 0) {
+      this.#estimate.held(performance.now() - exchange.admittedAt);
+    }
+  };
+
+  /** `run` failed: before admission, a refusal or a store failure to answer; after, a lost lease, already reported. */
+  #failed(error: unknown, request: Req, exchange: Exchange, weight: number, tenant: RequestTenant | undefined): void {
+    if (exchange.admittedAt >= 0) return;
+    const { config } = this;
+    const { id, limit } = exchange;
+    if (exchange.gone) exchange.admitted("abandoned");
+    else if (error instanceof SemaphoreNotAcquiredError || error instanceof LockNotAcquiredError) {
+      exchange.admitted(this.#refused(error, id, limit, weight, tenant));
+    } else if (error instanceof ShutdownError) {
+      exchange.admitted(this.#announce(shuttingDownRejection(error, id, limit), tenant?.name));
+    } else if (error instanceof StoreUnavailableError) {
+      config.onStoreUnavailable?.(error, request);
+      exchange.admitted(config.failOpen ? "passed" : this.#storeDown(error, id, limit, tenant));
+    } else exchange.admitFailed(error);
   }
 
   /**

@@ -2,6 +2,7 @@ import type { ServerResponse } from "node:http";
 import { ClientAbortedError, type LeaseLostError } from "../errors.js";
 import type { Lease, LockLease, SemaphoreLease } from "../lease.js";
 import type { LeaseHandle } from "../lease-handle.js";
+import type { Admitted } from "./admission.js";
 
 /**
  * The lease a handler sees: its `signal` also aborts (with `ClientAbortedError`) when the client disconnects.
@@ -31,6 +32,7 @@ let abortView: (view: LeaseView, reason: Error) => void;
 let handedBack: (exchange: Exchange) => void;
 
 function ignoreLoss(): void {}
+function ignoreOutcome(): void {}
 
 /**
  * One request/response pair as an admission sees it, and the one place that
@@ -53,8 +55,11 @@ function ignoreLoss(): void {}
  * Adapters create it before any await, so no response event is missed.
  */
 export class Exchange {
-  /** Resolves when the permit may be given back: the engine's `run` releases it then, once. */
-  readonly ended: Promise<void>;
+  /**
+   * Resolves (with this exchange) when the permit may be given back: the engine's `run` releases it
+   * then, once, and settles with it, so the admission hears of the end through a shared function.
+   */
+  readonly ended: Promise<Exchange>;
   /** The lease id this request asks for: the route's name until its key has been derived. */
   id: string;
   /** The limit of that id (1 for a lock, and until it is known). */
@@ -70,8 +75,21 @@ export class Exchange {
   outer: Exchange | undefined;
   /** The handler's end is taken from the response's (Express: no handler promise to watch). */
   endsWithResponse = false;
+  /**
+   * Told the admission's outcome (`Admission.admitTo`), as a method so that a shared function reads
+   * its request from the exchange; in the adapter's own call when the store answered at once. Must not throw.
+   */
+  admitted: (this: Exchange, outcome: Admitted) => void = ignoreOutcome;
+  /** Told what `key`, `skip`, a limit function (or the engine, unexpectedly) threw instead of an outcome. Must not throw. */
+  admitFailed: (this: Exchange, error: unknown) => void = ignoreOutcome;
+  /** When the permit was granted (`performance.now()`), for the route's hold estimate. */
+  admittedAt = -1;
+  /** Set by the admission while the engine's call is on the stack: an outcome found then is told once it returns. */
+  taking = false;
+  /** That outcome, until then. */
+  taken: Admitted | undefined;
   readonly #graceMs: number;
-  #end!: () => void;
+  #end!: (exchange: Exchange) => void;
   #done = false;
   #responded = false;
   #work: Work = "unknown";
@@ -93,7 +111,7 @@ export class Exchange {
   constructor(name: string, graceMs: number) {
     this.id = name;
     this.#graceMs = graceMs;
-    this.ended = new Promise<void>((resolve) => {
+    this.ended = new Promise<Exchange>((resolve) => {
       this.#end = resolve;
     });
   }
@@ -197,7 +215,7 @@ export class Exchange {
     if (this.#done) return;
     this.#done = true;
     if (this.#grace !== undefined) clearTimeout(this.#grace);
-    this.#end();
+    this.#end(this);
   }
 
   static {

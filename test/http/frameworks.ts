@@ -1,7 +1,7 @@
 import { storesUnderTest } from "../support/stores.js";
 import { expressHarness } from "./express-app.js";
 import type { Harness } from "./harness.js";
-import { honoHarness } from "./hono-app.js";
+import { honoHarness, honoWrappedHarness } from "./hono-app.js";
 import { nestHarness } from "./nest-app.js";
 
 /** Every adapter, on every framework version and platform it supports. */
@@ -9,6 +9,7 @@ export const harnesses: Harness[] = [
   expressHarness(5),
   expressHarness(4),
   honoHarness,
+  honoWrappedHarness,
   nestHarness("express"),
   nestHarness("fastify"),
 ];

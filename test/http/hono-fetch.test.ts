@@ -13,11 +13,15 @@ import { buildHonoApp } from "./hono-app.js";
 
 // Off Node (Bun, Deno, Workers) there is no ServerResponse to watch: the adapter wraps the body
 // stream instead. app.request() exercises exactly that path, in process.
-describe("Hono adapter without a Node response (fetch runtimes)", () => {
+// Both forms: the middleware before the handler, and the guard as one handler (`wrap`).
+describe.each([
+  ["middleware", false],
+  ["wrap", true],
+])("Hono adapter without a Node response (fetch runtimes), %s", (_form, wrapped) => {
   const setup = () => {
     const store = memoryStore();
     const control = new Control(store);
-    const app = buildHonoApp(store, control);
+    const app = buildHonoApp(store, control, wrapped);
     const count = (id: string) => semaphore({ client: store, limit: 1 }).count(id);
     return { app, control, count };
   };
