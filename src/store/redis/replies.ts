@@ -57,6 +57,24 @@ export function flagsPerItem(reply: unknown, count: number, script: Script): (nu
 }
 
 /**
+ * A full release's reply for `count` leases (lua/semaphore-release.lua): one 0 or 1 per lease, then
+ * whether the id keeps waiters (0 or 1), then the announcement of each release that granted.
+ */
+export function releasedReplies(
+  reply: unknown,
+  count: number,
+  script: Script,
+): { live: number[]; marked: boolean; announced: string[] } {
+  if (Array.isArray(reply) && reply.length > count) {
+    let valid = true;
+    for (let i = 0; i <= count; i++) if (reply[i] !== 0 && reply[i] !== 1) valid = false;
+    for (let i = count + 1; i < reply.length; i++) if (typeof reply[i] !== "string") valid = false;
+    if (valid) return { live: reply.slice(0, count), marked: reply[count] === 1, announced: reply.slice(count + 1) };
+  }
+  throw unexpected(reply, script);
+}
+
+/**
  * A take's answer per call: 0 and the fence when held; positive ms (refused)
  * or negative ms (refused for the tenant's cap) and the id's typical hold (0:
  * none). Undefined: take the full path.
