@@ -136,6 +136,8 @@ async function driver(redis) {
       (reply.acquired ? holders : waiters).push(`h${i}`);
     }
     if (holders.length !== 16) throw new Error("setup: not 16 holders");
+    // As in the benchmark, a subscriber hears the grants (the PUBLISHes then write to it).
+    await store.watch({ storeKey, onGrant: () => {} });
     return async () => {
       const out = holders.splice(0, batch);
       const released = await Promise.all(
