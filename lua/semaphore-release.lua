@@ -34,7 +34,7 @@ local out, announced = {}, {}
 for i = 1, #ARGV, 3 do
   local token, weight, held = ARGV[i], tonumber(ARGV[i + 1]), -1
   if ARGV[i + 2] ~= '-1' then held = tonumber(ARGV[i + 2]) end
-  local score, w = holders_remove(token, weight > 0 and weight or nil)
+  local score, removed = holders_remove(token, weight > 0 and weight or nil)
   if score and score > now then
     out[#out + 1] = 1
     if held >= 0 then hold_add(now, score, held) end
@@ -43,7 +43,7 @@ for i = 1, #ARGV, 3 do
   end
   -- The first grants what pruning freed too; a lease already gone frees nothing for the others.
   if waiting and (score or i == 1) then
-    if score then known.used = known.used - w end
+    if score then known.used = known.used - removed end
     local announcement, _, used = grant(now, nil, nil, known)
     known.used = used
     if announcement then announced[#announced + 1] = announcement end
