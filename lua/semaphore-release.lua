@@ -5,7 +5,8 @@
 -- KEYS as semaphore-acquire.lua.  ARGV: per lease, token, its weight (0 when not known) and the ms
 -- it was held (-1 when not known) (three each).
 -- Returns {live..., marked, announcement...}: per lease, 1 when it was live, 0 when it was gone or
--- had lapsed (its members, if still present, are removed either way); marked says whether the id
+-- had lapsed (its members, if still present, are removed either way), or 'ERR <message>' when its
+-- release failed (the others still go: one call each would have); marked says whether the id
 -- still has waiters (the store's hint); then the announcement of each release that granted waiters.
 -- A live lease's hold is folded into the id's typical hold (lib/hold.lua).
 -- The outcome is that of one such call per lease, in ARGV's order, at one server time: each lease
@@ -27,26 +28,51 @@ tenants_ready(now)
 holders_prune(now)
 queue_prune(now)
 -- What the grants need, read once and kept in step: the id's limit and the permits held.
-local waiting = redis.call('EXISTS', queue) == 1
-local known = nil
-if waiting then known = { limit = tonumber(redis.call('HGET', meta, '~l')), used = holders_used() } end
-local out, announced = {}, {}
-for i = 1, #ARGV, 3 do
+local waiting, known = false, nil
+local function reread()
+  waiting = redis.call('EXISTS', queue) == 1
+  known = nil
+  if waiting then known = { limit = tonumber(redis.call('HGET', meta, '~l')), used = holders_used() } end
+end
+reread()
+-- Whether the next lease is the first of the call, or follows one that failed: it grants what was
+-- freed before it too (pruning, or the failed one's writes).
+local fresh = true
+
+-- One lease: its live flag (1 or 0) and the announcement of what it granted, if anything.
+local function release(i)
   local token, weight, held = ARGV[i], tonumber(ARGV[i + 1]), -1
   if ARGV[i + 2] ~= '-1' then held = tonumber(ARGV[i + 2]) end
   local score, removed = holders_remove(token, weight > 0 and weight or nil)
+  local live = 0
   if score and score > now then
-    out[#out + 1] = 1
+    live = 1
     if held >= 0 then hold_add(now, score, held) end
-  else
-    out[#out + 1] = 0
   end
-  -- The first grants what pruning freed too; a lease already gone frees nothing for the others.
-  if waiting and (score or i == 1) then
+  -- A lease already gone frees nothing for the grants.
+  local announcement = nil
+  if waiting and (score or fresh) then
     if score then known.used = known.used - removed end
-    local announcement, _, used = grant(now, nil, nil, known)
-    known.used = used
+    local granted, _, used = grant(now, nil, nil, known)
+    announcement, known.used = granted, used
+  end
+  return live, announcement
+end
+
+local out, announced = {}, {}
+for i = 1, #ARGV, 3 do
+  local ok, live, announcement = pcall(release, i)
+  if ok then
+    out[#out + 1] = live
     if announcement then announced[#announced + 1] = announcement end
+    fresh = false
+  else
+    -- This lease's caller gets the error, as a call of its own would (its writes so far stay: a
+    -- script is not rolled back); the next lease starts from what is stored, as its own call would.
+    out[#out + 1] = 'ERR ' .. (type(live) == 'table' and tostring(live.err) or tostring(live))
+    known_marks = nil
+    reread()
+    fresh = true
   end
 end
 out[#out + 1] = settle(now)

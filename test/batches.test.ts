@@ -128,6 +128,33 @@ describe("full releases gathered in one turn on an id with waiters", () => {
     await redis.del(key, `${key}:m`, `${key}:q`, `${key}:qe`, `${key}:t`, `${key}:qt`);
   });
 
+  it("one lease's release failing in a gathered call fails that caller alone; the others go on, as calls of their own", async () => {
+    const redis = newRedis();
+    clients.push(redis);
+    await redis.ping();
+    const store = redisStore(redis);
+    const key = `{${uniquePrefix()}:k}`;
+    const queue = { waiterLeaseMs: 30_000, maxQueue: 0 };
+    const acquire = (token: string) =>
+      store.semaphore.acquire({ storeKey: key, token, limit: 5, weight: 1, leaseMs: 30_000, queue });
+    for (const token of ["h0", "h1", "h2", "h3", "h4"]) expect((await acquire(token)).acquired).toBe(true);
+    for (const token of ["w0", "w1", "w2", "w3", "w4"]) expect((await acquire(token)).queued).toBe(true);
+    // The release of "h3" (the second of the gathered call) goes with a weight no store sends: its part of the script fails before any write.
+    const evalsha = redis.evalsha.bind(redis) as (...args: unknown[]) => Promise<unknown>;
+    (redis as unknown as { evalsha: unknown }).evalsha = (...args: unknown[]) =>
+      evalsha(...args.map((arg, i) => (i > 0 && args[i - 1] === "h3" ? "not a weight" : arg)));
+    const answers = await Promise.allSettled(
+      ["h0", "h1", "h2", "h3", "h4"].map((token) => store.semaphore.release({ storeKey: key, token, weight: 1 })),
+    );
+    expect(answers.map((answer) => answer.status)).toEqual(["fulfilled", "fulfilled", "fulfilled", "rejected", "fulfilled"]);
+    expect(String((answers[3] as PromiseRejectedResult).reason)).toContain("semaphore-release.lua: ERR");
+    const inspection = await store.semaphore.inspect({ storeKey: key });
+    expect(inspection.holders.map((holder) => holder.token).sort()).toEqual(["h3", "w0", "w1", "w2", "w3"]);
+    expect(inspection.waiters.map((waiter) => waiter.token)).toEqual(["w4"]);
+    await store.close();
+    await redis.del(key, `${key}:m`, `${key}:q`, `${key}:qe`, `${key}:t`, `${key}:qt`);
+  });
+
   it("a shared call that fails fails every release in it, as StoreUnavailableError; each lease can be released again", async () => {
     const prefix = uniquePrefix();
     const ours = newRedis();

@@ -75,7 +75,7 @@ export class RedisLeaseStore extends GroupedStore implements Store {
   private readonly fast: FastPaths;
   private readonly announcements: Announcements;
   /** Full releases of one turn on one id, sent as one call (lua/semaphore-release.lua takes several). */
-  private readonly releases: Coalescer<calls.SemaphoreReleaseCall, number>;
+  private readonly releases: Coalescer<calls.SemaphoreReleaseCall, number | string>;
 
   constructor(
     readonly client: RedisClient,
@@ -189,11 +189,17 @@ export class RedisLeaseStore extends GroupedStore implements Store {
   #fullRelease(call: calls.SemaphoreReleaseCall): Promise<boolean> {
     const { storeKey, token, weight, heldMs } = call;
     // A copy, as for a fast release: the batch is built at the end of the turn.
-    return this.releases.call(storeKey, { storeKey, token, weight, heldMs }, isOne);
+    return this.releases.call(storeKey, { storeKey, token, weight, heldMs }, this.#released);
   }
 
-  /** One script call for the full releases of a turn on `key`; a live flag per lease. */
-  #releaseAll(key: string, leases: calls.SemaphoreReleaseCall[]): Promise<number[]> {
+  /** A lease's part of a full release's reply: live or not, or the error of its release alone. */
+  readonly #released = (live: number | string): boolean => {
+    if (typeof live === "string") throw new Error(`${this.scripts.semaphoreRelease.name}: ${live}`);
+    return live === 1;
+  };
+
+  /** One script call for the full releases of a turn on `key`; per lease, a live flag or its error. */
+  #releaseAll(key: string, leases: calls.SemaphoreReleaseCall[]): Promise<(number | string)[]> {
     const script = this.scripts.semaphoreRelease;
     const args: (string | number)[] = [];
     for (const lease of leases) args.push(lease.token, lease.weight ?? 0, heldArgument(lease.heldMs));
