@@ -3,9 +3,10 @@
 // turn, and every caller still gets its own answer, in the order the calls were made.
 import type { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
-import { redisStore } from "../src/index.js";
+import { redisStore, StoreUnavailableError, semaphore } from "../src/index.js";
 import { scripts } from "../src/store/lua.generated.js";
 import { newRedis, uniquePrefix } from "./support/redis.js";
+import { eventually } from "./support/stores.js";
 
 /** The fail-fast acquires' script calls the client sends, as the number of items each carries. */
 function countTakes(redis: Redis): number[] {
@@ -71,5 +72,122 @@ describe("calls gathered in one turn on the Redis store", () => {
     expect(sent).toEqual([1, 1, 10, 1, 1, 16]);
     await store.close();
     await redis.del(key);
+  });
+});
+
+/** The full releases' script calls (lua/semaphore-release.lua, six keys), as the leases each carries; `fail` rejects those of more than one. */
+function countReleases(redis: Redis, fail = false): number[] {
+  const items: number[] = [];
+  const evalsha = redis.evalsha.bind(redis) as (...args: unknown[]) => Promise<unknown>;
+  (redis as unknown as { evalsha: unknown }).evalsha = (...args: unknown[]) => {
+    const keys = Number(args[1]);
+    const rest = args.slice(2 + keys);
+    // Three arguments per lease, a token first (the full acquire sends eight, a refresh a number first).
+    const release = keys === 6 && rest.length % 3 === 0 && rest.length !== 0 && Number.isNaN(Number(rest[0]));
+    if (release) items.push(rest.length / 3);
+    if (release && fail && rest.length > 3) return Promise.reject(new Error("connection lost (injected)"));
+    return evalsha(...args);
+  };
+  return items;
+}
+
+describe("full releases gathered in one turn on an id with waiters", () => {
+  it("past the first two, one call; each caller its own answer; the waiters granted in queue order, as one release after another", async () => {
+    const redis = newRedis();
+    clients.push(redis);
+    await redis.ping();
+    const sent = countReleases(redis);
+    const store = redisStore(redis);
+    const key = `{${uniquePrefix()}:k}`;
+    const queue = { waiterLeaseMs: 30_000, maxQueue: 0 };
+    const acquire = (token: string) =>
+      store.semaphore.acquire({ storeKey: key, token, limit: 4, weight: 1, leaseMs: 30_000, queue });
+    for (const token of ["h0", "h1", "h2", "h3"]) expect((await acquire(token)).acquired).toBe(true);
+    for (const token of ["w0", "w1", "w2", "w3", "w4", "w5"]) expect((await acquire(token)).queued).toBe(true);
+    const grants: string[] = [];
+    const fences: number[] = [];
+    const stop = await store.watch({
+      storeKey: key,
+      onGrant: (grant) => {
+        grants.push(...grant.tokens);
+        fences.push(...grant.fences);
+      },
+    });
+    const answers = await Promise.all(
+      ["h0", "h1", "h2", "h3", "nobody"].map((token) => store.semaphore.release({ storeKey: key, token, weight: 1 })),
+    );
+    expect(answers).toEqual([true, true, true, true, false]);
+    expect(sent).toEqual([1, 1, 3]);
+    const inspection = await store.semaphore.inspect({ storeKey: key });
+    expect(inspection.holders.map((holder) => holder.token).sort()).toEqual(["w0", "w1", "w2", "w3"]);
+    expect(inspection.waiters.map((waiter) => waiter.token)).toEqual(["w4", "w5"]);
+    // Heard in the reply and again over pub/sub: each grant once per copy, in queue order, fences rising.
+    await eventually(() => grants.length === 8);
+    const once = [...new Set(grants)];
+    expect(once).toEqual(["w0", "w1", "w2", "w3"]);
+    const firstFences = once.map((token) => fences[grants.indexOf(token)] as number);
+    expect(firstFences.every((fence, i) => i === 0 || fence > (firstFences[i - 1] as number))).toBe(true);
+    stop();
+    await store.close();
+    await redis.del(key, `${key}:m`, `${key}:q`, `${key}:qe`, `${key}:t`, `${key}:qt`);
+  });
+
+  it("one lease's release failing in a gathered call fails that caller alone; the others go on, as calls of their own", async () => {
+    const redis = newRedis();
+    clients.push(redis);
+    await redis.ping();
+    const store = redisStore(redis);
+    const key = `{${uniquePrefix()}:k}`;
+    const queue = { waiterLeaseMs: 30_000, maxQueue: 0 };
+    const acquire = (token: string) =>
+      store.semaphore.acquire({ storeKey: key, token, limit: 5, weight: 1, leaseMs: 30_000, queue });
+    for (const token of ["h0", "h1", "h2", "h3", "h4"]) expect((await acquire(token)).acquired).toBe(true);
+    for (const token of ["w0", "w1", "w2", "w3", "w4"]) expect((await acquire(token)).queued).toBe(true);
+    // The release of "h3" (the second of the gathered call) goes with a weight no store sends: its part of the script fails before any write.
+    const evalsha = redis.evalsha.bind(redis) as (...args: unknown[]) => Promise<unknown>;
+    (redis as unknown as { evalsha: unknown }).evalsha = (...args: unknown[]) =>
+      evalsha(...args.map((arg, i) => (i > 0 && args[i - 1] === "h3" ? "not a weight" : arg)));
+    const answers = await Promise.allSettled(
+      ["h0", "h1", "h2", "h3", "h4"].map((token) => store.semaphore.release({ storeKey: key, token, weight: 1 })),
+    );
+    expect(answers.map((answer) => answer.status)).toEqual(["fulfilled", "fulfilled", "fulfilled", "rejected", "fulfilled"]);
+    expect(String((answers[3] as PromiseRejectedResult).reason)).toContain("semaphore-release.lua: ERR");
+    const inspection = await store.semaphore.inspect({ storeKey: key });
+    expect(inspection.holders.map((holder) => holder.token).sort()).toEqual(["h3", "w0", "w1", "w2", "w3"]);
+    expect(inspection.waiters.map((waiter) => waiter.token)).toEqual(["w4"]);
+    await store.close();
+    await redis.del(key, `${key}:m`, `${key}:q`, `${key}:qe`, `${key}:t`, `${key}:qt`);
+  });
+
+  it("a shared call that fails fails every release in it, as StoreUnavailableError; each lease can be released again", async () => {
+    const prefix = uniquePrefix();
+    const ours = newRedis();
+    const theirs = newRedis();
+    clients.push(ours, theirs);
+    await Promise.all([ours.ping(), theirs.ping()]);
+    const sent = countReleases(ours, true);
+    const here = semaphore({ client: ours, limit: 4, prefix });
+    const there = semaphore({ client: theirs, limit: 4, prefix });
+    const leases = await Promise.all([0, 1, 2, 3].map(() => here.acquire("k")));
+    // Another process waits: this one's releases take the full path.
+    const waiting = [0, 1].map(() => there.acquire("k", { waitMs: 20_000 }));
+    await eventually(async () => (await here.stats("k")).waiting === 2);
+    // Refused (the id is full and has waiters): this process now knows the id has waiters, and its
+    // releases go to the full path at once, two alone and the rest together.
+    expect(await here.acquire("k")).toBeNull();
+    const first = await Promise.allSettled(leases.map((lease) => lease?.release()));
+    // The first two went alone; the other two together, and failed together.
+    const failed = first.filter((outcome) => outcome.status === "rejected");
+    expect(sent).toEqual([1, 1, 2]);
+    expect(failed.length).toBe(sent.filter((n) => n > 1).reduce((a, b) => a + b, 0));
+    for (const outcome of failed) expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
+    // The outcome was unknown: each lease is still releasable, and is released now (one at a time).
+    for (const [i, outcome] of first.entries()) {
+      if (outcome.status === "rejected") expect(await leases[i]?.release()).toBe(true);
+    }
+    const granted = await Promise.all(waiting);
+    expect(granted.every((lease) => lease !== undefined)).toBe(true);
+    await Promise.all(granted.map((lease) => lease?.release()));
+    expect((await here.stats("k")).used).toBe(0);
   });
 });

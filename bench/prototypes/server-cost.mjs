@@ -10,7 +10,8 @@
 // counts the same on a busy or an idle machine, unlike wall-clock time. Layers: `engine`
 // (semaphore().acquire / release, what `npm run bench` runs), `store` (redisStore's calls, with a
 // hold reported on every `--held-every`th release, 0: never), `scripts` (the two fast scripts by
-// EVALSHA, nothing around them) and `redis-semaphore` (its own acquire + release, for reference).
+// EVALSHA, nothing around them), `redis-semaphore` (its own acquire + release, for reference) and
+// `handoff` (the contended benchmark's hand-offs, `--batch` releases in one turn: see the driver).
 // `--dist` points at another build (e.g. main's, built in a clean copy) to compare old and new.
 import { spawn } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
@@ -24,6 +25,7 @@ const arg = (name, fallback) => process.argv.find((a) => a.startsWith(`--${name}
 const layer = arg("layer", "engine");
 const cycles = Number(arg("cycles", "1000"));
 const heldEvery = Number(arg("held-every", "0"));
+const batch = Number(arg("batch", "1"));
 const port = Number(arg("port", "6391"));
 // Without --whole, only what the server does for requests is counted: reading and running them
 // (readQueryFromClient) and writing the replies (writeToClient). Its cron and idle loop run by the
@@ -116,6 +118,39 @@ async function driver(redis) {
       await store.semaphore.release({ storeKey, token, weight: 1, heldMs });
     };
   }
+  if (layer === "handoff") {
+    // The contended benchmark's steady state (limit 16, 16 holders, 48 waiters): per cycle, `--batch`
+    // holders release in one turn (as bodies started in one turn end in one), each release granting
+    // the head waiter, then the releasers join the queue again in one turn (--joins=0: not). Per hand-off: divide by
+    // the batch (printed as perHandOff).
+    const store = lib.redisStore(redis, { timeoutMs: 60_000 });
+    const storeKey = `{cost:h${Date.now()}}`;
+    const queue = { waiterLeaseMs: 600_000, maxQueue: 0 };
+    const call = (token) => ({ storeKey, token, limit: 16, weight: 1, leaseMs: 600_000, queue });
+    const holders = [];
+    const waiters = [];
+    // --joins=0: the releases alone (the releasers do not join again: enough waiters for both runs).
+    const joins = arg("joins", "1") !== "0";
+    for (let i = 0; i < (joins ? 64 : 64 + 2 * cycles * batch); i++) {
+      const reply = await store.semaphore.acquire(call(`h${i}`));
+      (reply.acquired ? holders : waiters).push(`h${i}`);
+    }
+    if (holders.length !== 16) throw new Error("setup: not 16 holders");
+    // As in the benchmark, a subscriber hears the grants (the PUBLISHes then write to it).
+    await store.watch({ storeKey, onGrant: () => {} });
+    return async () => {
+      const out = holders.splice(0, batch);
+      const released = await Promise.all(
+        out.map((token) => store.semaphore.release({ storeKey, token, weight: 1, heldMs: undefined })),
+      );
+      if (!released.every((live) => live === true)) throw new Error("a release was not live");
+      holders.push(...waiters.splice(0, batch));
+      if (!joins) return;
+      const joined = await Promise.all(out.map((token) => store.semaphore.acquire(call(token))));
+      if (!joined.every((reply) => reply.queued)) throw new Error("a join was not queued");
+      waiters.push(...out);
+    };
+  }
   if (layer === "scripts") {
     const { scripts } = await import(pathToFileURL(join(dist, "../store/lua.generated.js")).href);
     const take = await redis.script("LOAD", scripts.semaphoreTake.source);
@@ -140,4 +175,7 @@ async function driver(redis) {
 const once = await count(cycles);
 const twice = await count(2 * cycles);
 const per = Math.round((twice - once) / cycles);
-console.log(JSON.stringify({ layer, dist, cycles, heldEvery, whole, instructions: [once, twice], perCycle: per }));
+const perHandOff = layer === "handoff" ? Math.round(per / batch) : undefined;
+console.log(
+  JSON.stringify({ layer, dist, cycles, batch, heldEvery, whole, instructions: [once, twice], perCycle: per, perHandOff }),
+);

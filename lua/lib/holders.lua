@@ -162,14 +162,15 @@ local function holders_weight(token)
   return w
 end
 
--- Removes a holder (weight from the caller, or counted); returns the lease end it had, or false.
+-- Removes a holder (weight from the caller, or counted); returns the lease end it had and the
+-- members (permits) removed, or false.
 local function holders_remove(token, weight)
   local score = redis.call('ZSCORE', holders, token)
   if not score then return false end
   local w = weight or holders_weight(token)
-  redis.call('ZREM', holders, unpack(holders_members(token, w)))
+  local removed = redis.call('ZREM', holders, unpack(holders_members(token, w)))
   tenants_add(tenant_of(token), -w)
-  return tonumber(score)
+  return tonumber(score), removed
 end
 
 -- Ms until the nearest lease (of `tenant`, when given) ends: when a permit frees at the latest.

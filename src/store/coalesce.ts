@@ -39,10 +39,17 @@ const asIs = <R>(reply: R): R => reply;
 export class Coalescer<I, R> {
   readonly #groups = new Map<string, Group<I, R>>();
 
+  /**
+   * `later` schedules a batch's sending: by default at the end of the current microtasks, which
+   * gathers the calls made from one callback (a socket's replies). `setImmediate` gathers the calls
+   * of a whole turn of the event loop, timers' callbacks included (Node drains the microtasks after
+   * each timer's callback).
+   */
   constructor(
     private readonly threshold: number,
     private readonly send: (group: string, items: I[]) => Promise<readonly R[]>,
     private readonly maxBatch = Number.POSITIVE_INFINITY,
+    private readonly later: (flush: () => void) => void = queueMicrotask,
   ) {}
 
   /**
@@ -63,7 +70,7 @@ export class Coalescer<I, R> {
     }
     const current = group;
     return new Promise((resolve, reject) => {
-      if (current.items.length === 0) queueMicrotask(() => this.#flush(name, current));
+      if (current.items.length === 0) this.later(() => this.#flush(name, current));
       current.items.push(item);
       current.waiting.push({ resolve, reject, finish });
       // The microtask queued for this batch then finds the next one (or none), and sends it early.

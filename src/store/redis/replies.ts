@@ -59,6 +59,28 @@ export function flagsPerItem(reply: unknown, count: number, script: Script): (nu
 }
 
 /**
+ * A full release's reply for `count` leases (lua/semaphore-release.lua): per lease 1 or 0 (live),
+ * or "ERR <message>" when that lease's release failed; then whether the id keeps waiters (0 or 1),
+ * then the announcement of each release that granted.
+ */
+export function releasedReplies(
+  reply: unknown,
+  count: number,
+  script: Script,
+): { live: (number | string)[]; marked: boolean; announced: string[] } {
+  if (Array.isArray(reply) && reply.length > count && (reply[count] === 0 || reply[count] === 1)) {
+    let valid = true;
+    for (let i = 0; i < count; i++) {
+      const live = reply[i];
+      if (live !== 0 && live !== 1 && !(typeof live === "string" && live.startsWith("ERR "))) valid = false;
+    }
+    for (let i = count + 1; i < reply.length; i++) if (typeof reply[i] !== "string") valid = false;
+    if (valid) return { live: reply.slice(0, count), marked: reply[count] === 1, announced: reply.slice(count + 1) };
+  }
+  throw unexpected(reply, script);
+}
+
+/**
  * A take's answer per call: 0 and the fence when held; positive ms (refused)
  * or negative ms (refused for the tenant's cap) and the id's typical hold (0:
  * none). Undefined: take the full path.
