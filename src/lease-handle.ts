@@ -105,29 +105,41 @@ export class LeaseHandle implements Lease {
     if (this.#released || this.#lost !== undefined) return false;
     const sentAt = performance.now();
     const store = this.#call.store;
-    const ours = isMemoryStore(store)
-      ? store.extendNow(this.#call.kind, this.#call.storeKey, this.token, ms)
-      : await bounded(
-          store,
-          "extend",
-          send(() => this.#call.extend(this.token, ms)),
-          isFlag,
-          this.#call.subject,
-        );
-    if (ours) {
+    let ours: boolean;
+    try {
+      ours = isMemoryStore(store)
+        ? store.extendNow(this.#call.kind, this.#call.storeKey, this.token, ms)
+        : await bounded(
+            store,
+            "extend",
+            send(() => this.#call.extend(this.token, ms)),
+            isFlag,
+            this.#call.subject,
+          );
+    } catch (error) {
+      // Unanswered: the store may have applied it. A shorter lease then ends sooner than the holder
+      // was told (test/review7/extend-shorter-unanswered.test.ts); a longer one changes nothing.
       const deadline = sentAt + ms - CLOCK_GRAIN_MS;
-      const sooner = deadline < this.deadline;
-      this.deadline = deadline;
-      // A shorter lease than before: a watch armed for the old deadline would tell the holder too late.
-      if (sooner && this.#watch !== undefined) {
-        backgroundTimers.cancel(this.#watch);
-        this.#watch = undefined;
-        this.#watchDeadline();
-      }
+      if (deadline < this.deadline) this.#moveDeadline(deadline);
+      throw error;
+    }
+    if (ours) {
+      this.#moveDeadline(sentAt + ms - CLOCK_GRAIN_MS);
       this.#confirmation?.end();
       this.#confirmation = undefined;
     } else this.lose();
     return ours;
+  }
+
+  /** The lease now ends at `deadline`: a watch armed for a later one would tell the holder too late. */
+  #moveDeadline(deadline: number): void {
+    const sooner = deadline < this.deadline;
+    this.deadline = deadline;
+    if (sooner && this.#watch !== undefined) {
+      backgroundTimers.cancel(this.#watch);
+      this.#watch = undefined;
+      this.#watchDeadline();
+    }
   }
 
   release(): Promise<boolean> {

@@ -35,6 +35,7 @@ describe("review7: extend() to a shorter lease that the store applied without an
       await new Promise((resolve) => setTimeout(resolve, 1));
       expect(signal.aborted).toBe(true);
       await (rival as { release(): Promise<boolean> } | null)?.release();
+      await lease.release();
       await slots.close();
       await rivals.close();
     } finally {
