@@ -21,6 +21,14 @@ export interface LeaseOwner {
  */
 const CLOCK_GRAIN_MS = 1;
 
+/**
+ * A lease's links among its owner's leases (see `Holdings`): keyed by symbols,
+ * so that neither `JSON.stringify(lease)` (a cycle) nor `Object.keys` sees them.
+ */
+export const TRACKED: unique symbol = Symbol("leasehold.tracked");
+export const BEFORE: unique symbol = Symbol("leasehold.before");
+export const AFTER: unique symbol = Symbol("leasehold.after");
+
 /** The settled answers of an embedded store's release, shared: a resolved promise holds no state of its own. */
 const RELEASED = Promise.resolve(true);
 const NOT_OURS = Promise.resolve(false);
@@ -43,7 +51,7 @@ export class LeaseHandle implements Lease {
   /** The call that took it: its store calls, and the error that names its loss. */
   readonly #call: LeaseCall;
   /** When the lease was had (its acquire's send time, or the hand-off), for the released event and the id's typical hold. */
-  readonly #heldSince: number;
+  readonly heldSince: number;
   #released = false;
   /** The holder's release, in flight or answered; undefined again if the store did not answer it. */
   #releasing: Promise<boolean> | undefined;
@@ -65,6 +73,10 @@ export class LeaseHandle implements Lease {
   owner: LeaseOwner | undefined;
   /** Set by `run`'s keeper once the body has settled: the lease is on its way back, not abandoned. */
   finishing = false;
+  /** Whether its owner tracks it, and its neighbours there (see `Holdings`): fields, not a Set entry. */
+  [TRACKED] = false;
+  [BEFORE]: LeaseHandle | undefined = undefined;
+  [AFTER]: LeaseHandle | undefined = undefined;
 
   readonly key: string;
   readonly token: string;
@@ -80,7 +92,7 @@ export class LeaseHandle implements Lease {
     this.fence = had.fence;
     this.leaseMs = call.leaseMs;
     this.waitedMs = had.waitedMs;
-    this.#heldSince = had.sentAt;
+    this.heldSince = had.sentAt;
     if (had.until === undefined) {
       this.deadline = had.sentAt + call.leaseMs - CLOCK_GRAIN_MS;
     } else {
@@ -184,7 +196,7 @@ export class LeaseHandle implements Lease {
 
   /** How long the lease has been held at `now`, in whole ms, when its release is to report it (see hold-samples.ts). */
   #heldMs(now: number): number | undefined {
-    return holdToReport(this.#call.storeKey, this.#heldSince, now);
+    return holdToReport(this.#call.storeKey, this.heldSince, now);
   }
 
   /** What follows the store's answer to a release: the event, and a loss if it was not ours. */
@@ -200,7 +212,7 @@ export class LeaseHandle implements Lease {
       channels.released.publish({
         ...subject,
         token: this.token,
-        heldMs: performance.now() - this.#heldSince,
+        heldMs: performance.now() - this.heldSince,
         ours,
         weight,
       } satisfies ReleasedEvent);
