@@ -3,7 +3,7 @@ import { offAbort, onAbort } from "./aborts.js";
 import type { StoreSource } from "./client.js";
 import { CLOSE_GRACE_MS } from "./defaults.js";
 import { ShutdownError } from "./errors.js";
-import { AFTER, BEFORE, type LeaseHandle, type LeaseOwner, TRACKED } from "./lease-handle.js";
+import type { LeaseHandle, LeaseOwner } from "./lease-handle.js";
 import { CLOSE_OPTIONS } from "./option-lists.js";
 import type { CallSettings } from "./settings.js";
 import { delayMs, knownOptions, optionsObject } from "./validate.js";
@@ -62,6 +62,11 @@ export interface Linked {
   settings: CallSettings;
   unlink(): void;
 }
+
+/** A lease's links among its owner's leases: symbol keys, so that `JSON.stringify(lease)` meets no cycle. */
+export const TRACKED: unique symbol = Symbol("leasehold.tracked");
+export const BEFORE: unique symbol = Symbol("leasehold.before");
+export const AFTER: unique symbol = Symbol("leasehold.after");
 
 /** Past this many tracked leases, lapsed ones (an `acquire` never released) are forgotten before adding more. */
 const SWEEP_FROM = 1024;

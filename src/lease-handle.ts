@@ -1,6 +1,7 @@
 import { channels, type LostEvent, type ReleasedEvent, type Subject } from "./events.js";
 import { Confirmation } from "./hand-off.js";
 import { holdToReport } from "./hold-samples.js";
+import { AFTER, BEFORE, TRACKED } from "./holdings.js";
 import type { Lease } from "./lease.js";
 import type { LeaseCall } from "./lease-call.js";
 import type { Acquired } from "./outcomes.js";
@@ -20,14 +21,6 @@ export interface LeaseOwner {
  * sooner in real time than the client's count suggests: the deadline gives it up.
  */
 const CLOCK_GRAIN_MS = 1;
-
-/**
- * A lease's links among its owner's leases (see `Holdings`): keyed by symbols,
- * so that neither `JSON.stringify(lease)` (a cycle) nor `Object.keys` sees them.
- */
-export const TRACKED: unique symbol = Symbol("leasehold.tracked");
-export const BEFORE: unique symbol = Symbol("leasehold.before");
-export const AFTER: unique symbol = Symbol("leasehold.after");
 
 /** The settled answers of an embedded store's release, shared: a resolved promise holds no state of its own. */
 const RELEASED = Promise.resolve(true);

@@ -5,8 +5,8 @@
 // waiter, as in Redis. Entering with `virtual + 1` instead fails here, and passed 300 model sequences.
 import { describe, expect, it } from "vitest";
 import type { Store } from "../../src/index.js";
-import { storesUnderTest } from "../support/stores.js";
 import { uniquePrefix } from "../support/redis.js";
+import { storesUnderTest } from "../support/stores.js";
 
 const queue = { waiterLeaseMs: 30_000, maxQueue: 0 };
 const LEASE = 30_000;
