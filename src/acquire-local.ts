@@ -19,9 +19,29 @@ export function acquireLocally(
   token: string,
   startedAt: number,
   now: number,
-): Promise<Acquired | Refused> {
-  if (settings.waitMs > 0) return new LocalWait(store, settings, call, token, startedAt, now).outcome;
+): Acquired | Refused | Promise<Acquired | Refused> {
+  if (settings.waitMs > 0) return waitLocally(store, settings, call, token, startedAt, now);
   return spinLocally(store, settings, call, token, startedAt, now);
+}
+
+/**
+ * Takes at once or joins the queue (`now`: the clock read just now). Only a
+ * call that queues makes a promise, a timer and an abort listener: one that
+ * is admitted or refused at once answers in this turn, as failing fast does.
+ */
+function waitLocally(
+  store: LocalStore,
+  settings: CallSettings,
+  call: LeaseCall,
+  token: string,
+  startedAt: number,
+  now: number,
+): Acquired | Refused | Promise<Acquired | Refused> {
+  const wait = new LocalWait(store, settings, call, token, startedAt);
+  const reply = store.waitNow(call.kind, call.storeKey, token, call.limit, call.weight, wait, call.tenant, now);
+  if (reply.acquired) return acquired(store, token, reply.fence as number, now, startedAt, now - startedAt);
+  if (reply.queued !== true) return refused(call, reply, reply.queueFull === true ? "queue-full" : why(reply), startedAt);
+  return wait.queued(reply, now);
 }
 
 async function spinLocally(
@@ -65,15 +85,14 @@ class LocalWait implements LocalJoin {
   readonly leaseMs: number;
   readonly until: number;
   readonly maxQueue: number;
-  readonly outcome: Promise<Acquired | Refused>;
   #resolve!: (outcome: Acquired | Refused) => void;
   #reject!: (error: unknown) => void;
   #done = false;
   #timer: Soon | undefined;
   /** The join's reply, for the refusal at the end of the wait. */
   #reply: AcquireReply | undefined;
-  readonly #woken = (): void => this.#wake();
-  readonly #aborted = (): void => this.#abort();
+  #woken: (() => void) | undefined;
+  #aborted: (() => void) | undefined;
 
   constructor(
     private readonly store: LocalStore,
@@ -81,36 +100,27 @@ class LocalWait implements LocalJoin {
     private readonly call: LeaseCall,
     private readonly token: string,
     private readonly startedAt: number,
-    now: number,
   ) {
     this.leaseMs = call.leaseMs;
     this.until = startedAt + settings.waitMs;
     this.maxQueue = settings.maxQueue;
-    this.outcome = new Promise<Acquired | Refused>((resolve, reject) => {
+  }
+
+  /** It joined the queue (`reply`, at `sentAt`, the clock read just now): the wait's outcome. */
+  queued(reply: AcquireReply, sentAt: number): Promise<Acquired | Refused> {
+    const outcome = new Promise<Acquired | Refused>((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
     });
-    this.#join(now);
-  }
-
-  /** `sentAt`: the clock read just now. */
-  #join(sentAt: number): void {
-    const { store, call, token, startedAt } = this;
-    const reply = store.waitNow(call.kind, call.storeKey, token, call.limit, call.weight, this, call.tenant, sentAt);
-    if (reply.acquired) {
-      this.#done = true;
-      this.#resolve(acquired(store, token, reply.fence as number, sentAt, startedAt));
-      return;
-    }
-    if (reply.queued !== true) {
-      this.#done = true;
-      this.#resolve(refused(call, reply, reply.queueFull === true ? "queue-full" : why(reply), startedAt));
-      return;
-    }
     this.#reply = reply;
+    this.#woken = () => this.#wake();
     this.#wakeIn(sentAt, reply.retryAfterMs);
     const { signal } = this.settings;
-    if (signal !== undefined) onAbort(signal, this.#aborted);
+    if (signal !== undefined) {
+      this.#aborted = () => this.#abort();
+      onAbort(signal, this.#aborted);
+    }
+    return outcome;
   }
 
   /** Granted (called by the store, from the call that freed the permit): only resolves. */
@@ -129,7 +139,7 @@ class LocalWait implements LocalJoin {
     this.#done = true;
     foregroundTimers.drop(this.#timer);
     const { signal } = this.settings;
-    if (signal !== undefined) offAbort(signal, this.#aborted);
+    if (signal !== undefined) offAbort(signal, this.#aborted as () => void);
     return true;
   }
 
@@ -141,7 +151,7 @@ class LocalWait implements LocalJoin {
 
   /** The next wake: when the nearest lease ends (`ms` from `now`), or the wait's end if sooner. */
   #wakeIn(now: number, ms: number): void {
-    this.#timer = foregroundTimers.soon(Math.min(now + ms, this.until), this.#woken);
+    this.#timer = foregroundTimers.soon(Math.min(now + ms, this.until), this.#woken as () => void);
   }
 
   // A holder whose lease lapses (it stalled, or stopped renewing) frees its permit only when

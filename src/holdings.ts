@@ -1,6 +1,5 @@
 import { setMaxListeners } from "node:events";
 import { offAbort, onAbort } from "./aborts.js";
-import { copyDue } from "./churn.js";
 import type { StoreSource } from "./client.js";
 import { CLOSE_GRACE_MS } from "./defaults.js";
 import { ShutdownError } from "./errors.js";
@@ -64,6 +63,11 @@ export interface Linked {
   unlink(): void;
 }
 
+/** A lease's links among its owner's leases: symbol keys, so that `JSON.stringify(lease)` meets no cycle. */
+export const TRACKED: unique symbol = Symbol("leasehold.tracked");
+export const BEFORE: unique symbol = Symbol("leasehold.before");
+export const AFTER: unique symbol = Symbol("leasehold.after");
+
 /** Past this many tracked leases, lapsed ones (an `acquire` never released) are forgotten before adding more. */
 const SWEEP_FROM = 1024;
 
@@ -82,9 +86,14 @@ const SWEEP_FROM = 1024;
  */
 export class Holdings implements LeaseOwner {
   readonly #controller = new AbortController();
-  /** Copied now and then (see churn.ts). */
-  #leases = new Set<LeaseHandle>();
-  #forgotten = 0;
+  /**
+   * The leases held, linked through their own fields (`LeaseHandle.before`,
+   * `after`): a lease joins and leaves in O(1) with no hashing, and a removed
+   * one keeps no link to the others (a Set's table links to its successor
+   * when rehashed: see churn.ts).
+   */
+  #first: LeaseHandle | undefined;
+  #size = 0;
   /** Acquisitions that did not answer in the turn they began. */
   #acquiring = 0;
   #closing: Promise<void> | undefined;
@@ -152,22 +161,49 @@ export class Holdings implements LeaseOwner {
    */
   adopt<L extends LeaseHandle>(lease: L): L {
     lease.owner = this;
-    this.#leases.add(lease);
+    this.#track(lease);
     if (this.#closing !== undefined) {
       this.#giveBack(lease);
       throw new ShutdownError(this.kind, lease.key);
     }
-    if (this.#leases.size >= this.#sweepAt) this.#sweep();
+    if (this.#size >= this.#sweepAt) this.#sweep();
     return lease;
   }
 
   /** A lease was given back (its store answered the release, either way). */
   released(lease: LeaseHandle): void {
-    if (this.#leases.delete(lease) && copyDue(++this.#forgotten, this.#leases.size)) {
-      this.#forgotten = 0;
-      this.#leases = new Set(this.#leases);
-    }
+    this.#forget(lease);
     this.#settle();
+  }
+
+  #track(lease: LeaseHandle): void {
+    if (lease[TRACKED]) return;
+    lease[TRACKED] = true;
+    const first = this.#first;
+    lease[AFTER] = first;
+    if (first !== undefined) first[BEFORE] = lease;
+    this.#first = lease;
+    this.#size++;
+  }
+
+  #forget(lease: LeaseHandle): void {
+    if (!lease[TRACKED]) return;
+    lease[TRACKED] = false;
+    const before = lease[BEFORE];
+    const after = lease[AFTER];
+    if (before !== undefined) before[AFTER] = after;
+    else this.#first = after;
+    if (after !== undefined) after[BEFORE] = before;
+    lease[BEFORE] = undefined;
+    lease[AFTER] = undefined;
+    this.#size--;
+  }
+
+  /** The leases held now, newest first. */
+  #leases(): LeaseHandle[] {
+    const leases: LeaseHandle[] = [];
+    for (let lease = this.#first; lease !== undefined; lease = lease[AFTER]) leases.push(lease);
+    return leases;
   }
 
   /** Closes once; a second call returns the same promise. A bad option rejects without closing. */
@@ -186,9 +222,10 @@ export class Holdings implements LeaseOwner {
   async #shutDown(graceMs: number, source: StoreSource): Promise<void> {
     // New calls are refused from here on, and every wait ends: its waiter leaves the queue first.
     this.#controller.abort(new ShutdownError(this.kind));
-    for (const lease of this.#leases) lease.interrupt(new ShutdownError(this.kind, lease.key));
+    // A holder told here may give back another lease at once: that one is not told.
+    for (const lease of this.#leases()) if (lease[TRACKED]) lease.interrupt(new ShutdownError(this.kind, lease.key));
     await this.#quietOr(graceMs);
-    for (const lease of [...this.#leases]) this.#takeBack(lease);
+    for (const lease of this.#leases()) this.#takeBack(lease);
     // Take-backs, and acquisitions still in flight (each bounded by the store's timeout), to the last.
     await this.#quietOr(undefined);
     await source.close();
@@ -234,7 +271,7 @@ export class Holdings implements LeaseOwner {
   }
 
   #idle(): boolean {
-    return this.#acquiring === 0 && this.#leases.size === 0;
+    return this.#acquiring === 0 && this.#size === 0;
   }
 
   #settle(): void {
@@ -244,9 +281,9 @@ export class Holdings implements LeaseOwner {
   /** Forgets leases that lapsed without being given back (an `acquire` whose holder never released it). */
   #sweep(): void {
     const now = performance.now();
-    for (const lease of this.#leases) {
-      if (now >= lease.deadline && lease.releasing === undefined) this.#leases.delete(lease);
+    for (const lease of this.#leases()) {
+      if (now >= lease.deadline && lease.releasing === undefined) this.#forget(lease);
     }
-    this.#sweepAt = Math.max(SWEEP_FROM, this.#leases.size * 2);
+    this.#sweepAt = Math.max(SWEEP_FROM, this.#size * 2);
   }
 }

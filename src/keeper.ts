@@ -70,8 +70,13 @@ function nextTick(now: number, heartbeatMs: number): number {
  * promise costs one `then` (each async layer here had cost a promise and
  * its ticks on every `run`).
  */
-export function keepLease<L extends LeaseHandle, T>(lease: L, fn: (lease: L) => T | PromiseLike<T>, options: KeptBy): Promise<T> {
-  const keeping = new Keeping<T>(lease, options);
+export function keepLease<L extends LeaseHandle, T>(
+  lease: L,
+  fn: (lease: L) => T | PromiseLike<T>,
+  options: KeptBy,
+  now?: number,
+): Promise<T> {
+  const keeping = new Keeping<T>(lease, options, now ?? performance.now());
   let result: T | PromiseLike<T>;
   let thenable: boolean;
   try {
@@ -109,13 +114,15 @@ class Keeping<T> {
   #done = false;
   readonly #tick = (): void => this.#ticked();
 
+  /** `now`: a clock reading of this turn. */
   constructor(
     private readonly lease: LeaseHandle,
     private readonly options: KeptBy,
+    now: number,
   ) {
     lease.kept = true;
     // The tick's time is fixed now; its timer is armed at the end of the turn, if the body runs on.
-    this.#schedule(performance.now());
+    this.#schedule(now);
   }
 
   /**

@@ -1,6 +1,7 @@
 import { channels, type LostEvent, type ReleasedEvent, type Subject } from "./events.js";
 import { Confirmation } from "./hand-off.js";
 import { holdToReport } from "./hold-samples.js";
+import { AFTER, BEFORE, TRACKED } from "./holdings.js";
 import type { Lease } from "./lease.js";
 import type { LeaseCall } from "./lease-call.js";
 import type { Acquired } from "./outcomes.js";
@@ -43,7 +44,7 @@ export class LeaseHandle implements Lease {
   /** The call that took it: its store calls, and the error that names its loss. */
   readonly #call: LeaseCall;
   /** When the lease was had (its acquire's send time, or the hand-off), for the released event and the id's typical hold. */
-  readonly #heldSince: number;
+  readonly heldSince: number;
   #released = false;
   /** The holder's release, in flight or answered; undefined again if the store did not answer it. */
   #releasing: Promise<boolean> | undefined;
@@ -65,6 +66,10 @@ export class LeaseHandle implements Lease {
   owner: LeaseOwner | undefined;
   /** Set by `run`'s keeper once the body has settled: the lease is on its way back, not abandoned. */
   finishing = false;
+  /** Whether its owner tracks it, and its neighbours there (see `Holdings`): fields, not a Set entry. */
+  [TRACKED] = false;
+  [BEFORE]: LeaseHandle | undefined = undefined;
+  [AFTER]: LeaseHandle | undefined = undefined;
 
   readonly key: string;
   readonly token: string;
@@ -80,7 +85,7 @@ export class LeaseHandle implements Lease {
     this.fence = had.fence;
     this.leaseMs = call.leaseMs;
     this.waitedMs = had.waitedMs;
-    this.#heldSince = had.sentAt;
+    this.heldSince = had.sentAt;
     if (had.until === undefined) {
       this.deadline = had.sentAt + call.leaseMs - CLOCK_GRAIN_MS;
     } else {
@@ -204,7 +209,7 @@ export class LeaseHandle implements Lease {
 
   /** How long the lease has been held at `now`, in whole ms, when its release is to report it (see hold-samples.ts). */
   #heldMs(now: number): number | undefined {
-    return holdToReport(this.#call.storeKey, this.#heldSince, now);
+    return holdToReport(this.#call.storeKey, this.heldSince, now);
   }
 
   /** What follows the store's answer to a release: the event, and a loss if it was not ours. */
@@ -220,7 +225,7 @@ export class LeaseHandle implements Lease {
       channels.released.publish({
         ...subject,
         token: this.token,
-        heldMs: performance.now() - this.#heldSince,
+        heldMs: performance.now() - this.heldSince,
         ours,
         weight,
       } satisfies ReleasedEvent);

@@ -77,8 +77,8 @@ export abstract class Leasing<L extends LeaseHandle> {
       }
       const call = this.prepare(id, options, true);
       const taken = this.#take(call);
-      if (taken instanceof Promise) return taken.then((outcome) => this.#keep(call, outcome, fn));
-      return this.#keep(call, taken, fn);
+      if (taken instanceof Promise) return taken.then((outcome) => this.#keep(call, outcome, fn, false));
+      return this.#keep(call, taken, fn, true);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -94,12 +94,16 @@ export abstract class Leasing<L extends LeaseHandle> {
     this.#quietRefusals = true;
   }
 
-  /** `run` once the acquisition answered: the lease kept while `fn` runs, or the refusal thrown. */
-  #keep<T>(call: LeaseCall<L>, outcome: L | Refused, fn: (lease: L) => T | PromiseLike<T>): Promise<T> {
+  /**
+   * `run` once the acquisition answered: the lease kept while `fn` runs, or
+   * the refusal thrown. `now`: answered in this turn, so the acquire's clock
+   * reading is still the time (one reading fewer).
+   */
+  #keep<T>(call: LeaseCall<L>, outcome: L | Refused, fn: (lease: L) => T | PromiseLike<T>, now: boolean): Promise<T> {
     if (!(outcome instanceof LeaseHandle)) {
       throw this.#quietRefusals ? withoutStack(() => call.notAcquired(outcome)) : call.notAcquired(outcome);
     }
-    return keepLease(outcome, fn, call.settings);
+    return keepLease(outcome, fn, call.settings, now ? outcome.heldSince : undefined);
   }
 
   health(): Promise<StoreHealth> {

@@ -3,6 +3,7 @@ import { knownOptions, optionsObject, positiveMs } from "../validate.js";
 import { type MemoryClock, processClock } from "./memory/clock.js";
 import type { LocalStore } from "./memory/local.js";
 import { EmbeddedStore } from "./memory/store.js";
+import { answersInProcess } from "./shape.js";
 import type { Store } from "./types.js";
 
 // The embedded store's public face. Its modules (./memory/) mirror the Lua's (lua/lib/, lua/*.lua)
@@ -82,7 +83,8 @@ export interface MemoryStoreOptions {
  * overrides must be called): only then may the engine call its synchronous cores at once.
  */
 export function isMemoryStore(store: Store): store is LocalStore {
-  return Object.getPrototypeOf(store) === EmbeddedStore.prototype;
+  // The brand the embedded store sets on itself (see shape.ts): one property load, not a call.
+  return answersInProcess(store);
 }
 
 let shared: Store | undefined;

@@ -1,6 +1,6 @@
 import { fenceNext } from "./fence.js";
 import { holdersAdd, type SemaphoreState, tenantUsed } from "./holders.js";
-import { type LocalWaiter, queueDrop, queueHead, queueServed } from "./queue.js";
+import { lineServed, queueDrop, queueHead, queueServed, type Waiter } from "./queue.js";
 
 /**
  * Grants in turn (lua/lib/grant.lua): over the waiting tenants in turn order,
@@ -17,28 +17,41 @@ import { type LocalWaiter, queueDrop, queueHead, queueServed } from "./queue.js"
 export function grant(state: SemaphoreState, now: number, self?: string, selfLeaseMs = 0): number | undefined {
   let granted: string[] | undefined;
   let fences: number[] | undefined;
-  let told: [LocalWaiter, number][] | undefined;
   let selfFence: number | undefined;
   let waiterLeaseMs = Number.POSITIVE_INFINITY;
   const queue = state.queue;
-  for (let turn = queue.turns.first(); turn !== undefined; turn = queue.turns.first()) {
-    const [tenant, tag] = turn;
-    const [token, waiter] = queueHead(queue, tenant);
-    if (tenantUsed(state, tenant) + waiter.weight > waiter.tenantLimit) {
-      queue.turns.park(tenant);
-      continue;
+  for (;;) {
+    let waiter: Waiter;
+    if (queue.tenants.size === 0) {
+      // No named tenant waits: tenant "" alone, in arrival order (never at a cap).
+      if (queue.lineSize === 0) break;
+      waiter = queue.line[queue.head] as Waiter;
+      if (state.used + waiter.weight > Math.min(waiter.limit, state.idLimit)) break;
+      queueDrop(queue, waiter.token);
+      lineServed(queue);
+    } else {
+      const turn = queue.turns.first();
+      if (turn === undefined) break;
+      const [tenant, tag] = turn;
+      waiter = queueHead(queue, tenant);
+      if (tenantUsed(state, tenant) + waiter.weight > waiter.tenantLimit) {
+        queue.turns.park(tenant);
+        continue;
+      }
+      if (state.used + waiter.weight > Math.min(waiter.limit, state.idLimit)) break;
+      queueDrop(queue, waiter.token);
+      queueServed(queue, tenant, tag);
     }
-    if (state.used + waiter.weight > Math.min(waiter.limit, state.idLimit)) break;
-    queueDrop(queue, token);
-    queueServed(queue, tenant, tag);
+    const { token, tenant } = waiter;
     const fence = fenceNext(state, now);
+    const local = waiter.local;
     if (token === self) {
       holdersAdd(state, token, tenant, waiter.weight, now + selfLeaseMs);
       selfFence = fence;
-    } else if (waiter.local !== undefined) {
-      holdersAdd(state, token, tenant, waiter.weight, now + waiter.local.leaseMs);
-      told ??= [];
-      told.push([waiter.local, fence]);
+    } else if (local !== undefined) {
+      holdersAdd(state, token, tenant, waiter.weight, now + local.leaseMs);
+      // It only resolves a promise: told at once, nothing runs before this call ends.
+      local.onGrant(now, fence);
     } else {
       holdersAdd(state, token, tenant, waiter.weight, waiter.expiresAt);
       granted ??= [];
@@ -55,6 +68,5 @@ export function grant(state: SemaphoreState, now: number, self?: string, selfLea
       waiterLeaseMs: Math.max(1, Math.ceil(waiterLeaseMs)),
     });
   }
-  if (told !== undefined) for (const [local, fence] of told) local.onGrant(now, fence);
   return selfFence;
 }

@@ -62,7 +62,7 @@ export function lockAcquire(
     else if (maxQueue > 0 && state.queue.waiters.size >= maxQueue) reply = { acquired: false, queueFull: true, retryAfterMs };
     else {
       const ends = queue !== undefined ? now + queue.waiterLeaseMs : 0;
-      queueJoin(state.queue, token, queueWaiter("", 1, 1, Number.POSITIVE_INFINITY, ends, local));
+      queueJoin(state.queue, token, queueWaiter(token, "", 1, 1, Number.POSITIVE_INFINITY, ends, local));
       reply = { acquired: false, queued: true, retryAfterMs };
     }
   }

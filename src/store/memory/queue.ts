@@ -5,6 +5,9 @@ import { Turns } from "./turns.js";
 
 /** A caller in the waiting room. */
 export interface Waiter {
+  readonly token: string;
+  /** False once it left the room (granted, dropped): the tenantless line skips it then (see `Queue.line`). */
+  queued: boolean;
   tenant: string;
   weight: number;
   /** The limit its call passed: it is granted only within it. */
@@ -41,10 +44,18 @@ export interface LocalJoin extends LocalWaiter {
  * (tenants are served in turn: see lua/lib/grant.lua). A lock's waiters are
  * all the tenant "". `earliest` is at most the earliest waiter lease end:
  * pruning waits until it passes.
+ *
+ * The tenantless waiters (tenant "") wait in `line`, an array with a moving
+ * head, not in a Map of their own; and while no named tenant waits, their
+ * turn's tag is kept in `lineTag` rather than in `turns`, so that an id
+ * without tenants grants through one plain FIFO (no heap, no Map per turn).
+ * When a named tenant joins, "" enters `turns` with that tag, and leaves it
+ * again with the last named tenant: the order is the same either way.
  */
 export interface Queue {
   /** Copied now and then, as each tenant's line (see churn.ts): read them from the queue each time. */
   waiters: Map<string, Waiter>;
+  /** The named tenants' lines (tenant "" waits in `line`). */
   readonly tenants: Map<string, Map<string, Waiter>>;
   /** Waiters dropped since `waiters` was last copied. */
   dropped: number;
@@ -52,6 +63,13 @@ export interface Queue {
   /** The tag of the last turn served (`~v`). */
   virtual: number;
   earliest: number;
+  /** Tenant ""'s waiters in arrival order from `head` on, with those that left since (`queued` false) not yet passed over. */
+  line: Waiter[];
+  head: number;
+  /** Tenant ""'s waiters still queued. */
+  lineSize: number;
+  /** The tag of tenant ""'s next turn while it waits and no named tenant does (else it is in `turns`). */
+  lineTag: number;
 }
 
 export const newQueue = (): Queue => ({
@@ -61,6 +79,10 @@ export const newQueue = (): Queue => ({
   turns: new Turns(),
   virtual: 0,
   earliest: Number.POSITIVE_INFINITY,
+  line: [],
+  head: 0,
+  lineSize: 0,
+  lineTag: 0,
 });
 
 /**
@@ -68,6 +90,7 @@ export const newQueue = (): Queue => ({
  * (`waiterLeaseMs`), refreshed by its process; a local one's is its wait's end.
  */
 export function queueWaiter(
+  token: string,
   tenant: string,
   weight: number,
   limit: number,
@@ -76,6 +99,8 @@ export function queueWaiter(
   local: LocalJoin | undefined,
 ): Waiter {
   return {
+    token,
+    queued: true,
     tenant,
     weight,
     limit,
@@ -90,21 +115,50 @@ export function queueDrop(queue: Queue, token: string): void {
   const waiter = queue.waiters.get(token);
   if (waiter === undefined) return;
   queue.waiters.delete(token);
+  waiter.queued = false;
   const copy = copyDue(++queue.dropped, queue.waiters.size);
   if (copy) {
     queue.dropped = 0;
     queue.waiters = new Map(queue.waiters);
+  }
+  if (waiter.tenant === "") {
+    lineDrop(queue);
+    return;
   }
   const ofTenant = queue.tenants.get(waiter.tenant);
   ofTenant?.delete(token);
   if (ofTenant !== undefined && ofTenant.size === 0) {
     queue.tenants.delete(waiter.tenant);
     queue.turns.delete(waiter.tenant);
+    // The last named tenant left: tenant "" goes back to its plain line, with its turn's tag.
+    if (queue.tenants.size === 0 && queue.lineSize > 0) {
+      queue.lineTag = queue.turns.tag("") as number;
+      queue.turns.delete("");
+    }
   } else {
     // A tenant's line lives while it has waiters: copied with the waiters, when its own drop is due.
     if (copy && ofTenant !== undefined) queue.tenants.set(waiter.tenant, new Map(ofTenant));
     // Its first waiter may have changed (another weight, another cap): it may fit now.
     queue.turns.unpark(waiter.tenant);
+  }
+}
+
+/** A tenantless waiter left: pass over those that left at the head; reclaim the array's space now and then. */
+function lineDrop(queue: Queue): void {
+  const line = queue.line;
+  if (--queue.lineSize === 0) {
+    line.length = 0;
+    queue.head = 0;
+    if (queue.tenants.size > 0) queue.turns.delete("");
+    return;
+  }
+  let head = queue.head;
+  while (!(line[head] as Waiter).queued) line[head++] = undefined as unknown as Waiter;
+  queue.head = head;
+  // O(1) per drop: copied once the left ones (passed over or not) outnumber the queued ones, past a minimum.
+  if (line.length - queue.lineSize > Math.max(256, queue.lineSize)) {
+    queue.line = line.filter((waiter, at) => at >= head && waiter.queued);
+    queue.head = 0;
   }
 }
 
@@ -132,25 +186,42 @@ export function queueRefresh(queue: Queue, tokens: readonly string[], waiterLeas
 /** Joins at the end of its tenant's line; a tenant new to the queue takes the turn after the last one served. */
 export function queueJoin(queue: Queue, token: string, waiter: Waiter): void {
   queue.waiters.set(token, waiter);
+  if (waiter.expiresAt < queue.earliest) queue.earliest = waiter.expiresAt;
+  if (waiter.tenant === "") {
+    if (queue.lineSize++ === 0) {
+      if (queue.tenants.size > 0) queue.turns.set("", queue.virtual + 1);
+      else queue.lineTag = queue.virtual + 1;
+    }
+    queue.line.push(waiter);
+    return;
+  }
   let ofTenant = queue.tenants.get(waiter.tenant);
   if (ofTenant === undefined) {
+    // The first named tenant: tenant "" takes its turn's tag into `turns`.
+    if (queue.tenants.size === 0 && queue.lineSize > 0) queue.turns.set("", queue.lineTag);
     ofTenant = new Map();
     queue.tenants.set(waiter.tenant, ofTenant);
     queue.turns.set(waiter.tenant, queue.virtual + 1);
   }
   ofTenant.set(token, waiter);
-  if (waiter.expiresAt < queue.earliest) queue.earliest = waiter.expiresAt;
 }
 
 /** The first waiter of a tenant's line. */
-export function queueHead(queue: Queue, tenant: string): [string, Waiter] {
-  return (queue.tenants.get(tenant) as Map<string, Waiter>).entries().next().value as [string, Waiter];
+export function queueHead(queue: Queue, tenant: string): Waiter {
+  if (tenant === "") return queue.line[queue.head] as Waiter;
+  return (queue.tenants.get(tenant) as Map<string, Waiter>).values().next().value as Waiter;
 }
 
 /** A tenant's turn is served: the next is one tag on, if it still has waiters. */
 export function queueServed(queue: Queue, tenant: string, tag: number): void {
   queue.virtual = tag;
   if (queue.turns.tag(tenant) !== undefined) queue.turns.set(tenant, tag + 1);
+}
+
+/** Tenant ""'s turn is served while no named tenant waits (the plain line: see `Queue`). */
+export function lineServed(queue: Queue): void {
+  queue.virtual = queue.lineTag;
+  queue.lineTag++;
 }
 
 /** The latest waiter lease end (0: none). */
@@ -160,9 +231,12 @@ export function queueLatest(queue: Queue): number {
 
 /** Live waiters in the order they will be served: tenants in turn, each tenant's in arrival order. */
 export function queueInspect(queue: Queue, now: number): Inspection["waiters"] {
-  return queue.turns
-    .inOrder()
-    .flatMap((tenant) => [...(queue.tenants.get(tenant) as Map<string, Waiter>)])
-    .filter(([, waiter]) => waiter.expiresAt > now)
-    .map(([token, waiter]) => ({ token, weight: waiter.weight, expiresInMs: Math.ceil(waiter.expiresAt - now) }));
+  const line = (tenant: string): Waiter[] =>
+    tenant === ""
+      ? queue.line.slice(queue.head).filter((waiter) => waiter.queued)
+      : [...(queue.tenants.get(tenant) as Map<string, Waiter>).values()];
+  return (queue.tenants.size === 0 ? [""] : queue.turns.inOrder())
+    .flatMap(line)
+    .filter((waiter) => waiter.expiresAt > now)
+    .map((waiter) => ({ token: waiter.token, weight: waiter.weight, expiresInMs: Math.ceil(waiter.expiresAt - now) }));
 }

@@ -107,7 +107,7 @@ export function semaphoreAcquire(
   }
   // Join (failing fast, only to see whether its turn is now), then grant in turn.
   const ends = queue !== undefined ? now + queue.waiterLeaseMs : now + 1;
-  queueJoin(state.queue, token, queueWaiter(tenant, weight, limit, tenantLimit, ends, local));
+  queueJoin(state.queue, token, queueWaiter(token, tenant, weight, limit, tenantLimit, ends, local));
   state.idLimit = limit;
   const fence = grant(state, now, token, leaseMs);
   if (fence !== undefined) return settled(state, { acquired: true, retryAfterMs: 0, fence }, now);

@@ -1,6 +1,6 @@
 import { untilMs } from "./clock.js";
 import { fenceNext } from "./fence.js";
-import { queueDrop } from "./queue.js";
+import { queueDrop, queueHead } from "./queue.js";
 import type { IdState } from "./state.js";
 
 /** A lock id: its holder (the lock key's value in Redis) beside what every id keeps. */
@@ -38,9 +38,9 @@ export function lockTake(state: LockState, token: string, ends: number): number 
  */
 export function grant(state: LockState, now: number): void {
   if (state.token !== undefined) return;
-  const head = state.queue.waiters.entries().next();
-  if (head.done === true) return;
-  const [token, waiter] = head.value;
+  if (state.queue.lineSize === 0) return;
+  const waiter = queueHead(state.queue, "");
+  const token = waiter.token;
   queueDrop(state.queue, token);
   const local = waiter.local;
   const fence = lockTake(state, token, local === undefined ? waiter.expiresAt : now + local.leaseMs);
