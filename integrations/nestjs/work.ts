@@ -54,15 +54,13 @@ export function within(request: Record<symbol, unknown>, work: HandlerWork): voi
 /**
  * The hidden parameter is the request itself (`@Req()`): Nest runs no pipe on it, where it runs every
  * global pipe on a custom parameter (a pipe that rebuilds objects handed the handler a copy of the
- * work, and its promise went untracked: test/review7/nest-object-pipe.test.ts). The work is read
- * from the request, and taken off it, so that a later call with the same request counts once.
+ * work, and its promise went untracked: test/review7/nest-object-pipe.test.ts). The work stays on
+ * the request: a handler called again for it (a `retry()` interceptor) is tracked again.
  */
 function workOf(request: unknown): HandlerWork | undefined {
   if (request === null || typeof request !== "object") return undefined;
   const work = (request as Record<symbol, unknown>)[WORK];
-  if (!(work instanceof HandlerWork)) return undefined;
-  (request as Record<symbol, unknown>)[WORK] = undefined;
-  return work;
+  return work instanceof HandlerWork ? work : undefined;
 }
 
 /** True when `handler` reports its promise (it was wrapped by a leasehold decorator). */
