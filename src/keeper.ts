@@ -121,6 +121,7 @@ class Keeping<T> {
     now: number,
   ) {
     lease.kept = true;
+    lease.keeper = this;
     // The tick's time is fixed now; its timer is armed at the end of the turn, if the body runs on.
     this.#schedule(now);
   }
@@ -203,6 +204,13 @@ class Keeping<T> {
     const { lease } = this;
     if (lease.releasing === undefined && now >= lease.deadline) lease.lose();
     return lease.lost !== undefined;
+  }
+
+  /** The body shortened its lease (`extend(ms)`): the next tick comes by the new deadline at the latest. */
+  deadlineSooner(): void {
+    if (this.#done || this.#timer === undefined) return;
+    backgroundTimers.drop(this.#timer);
+    this.#schedule(performance.now());
   }
 
   #schedule(now: number): void {

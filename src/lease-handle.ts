@@ -53,6 +53,8 @@ export class LeaseHandle implements Lease {
    * `acquire` is watched here instead, once someone listens for its loss.
    */
   kept = false;
+  /** `run`'s keeper, told when the deadline moves sooner (its next tick may lie past it). */
+  keeper: { deadlineSooner(): void } | undefined;
   #watch: Due | undefined;
   /** A handed-off grant's confirmation, until an extend lands or the lease is given back. */
   #confirmation: Confirmation | undefined;
@@ -138,9 +140,14 @@ export class LeaseHandle implements Lease {
 
   /** The lease now ends at `deadline`: a watch armed for a later one would tell the holder too late. */
   #moveDeadline(deadline: number): void {
-    const sooner = deadline < this.deadline;
+    if (deadline >= this.deadline) {
+      this.deadline = deadline;
+      return;
+    }
     this.deadline = deadline;
-    if (sooner && this.#watch !== undefined) {
+    // Kept by `run`: the keeper watches it (test/review7/kept-extend-shorter.test.ts).
+    this.keeper?.deadlineSooner();
+    if (this.#watch !== undefined) {
       backgroundTimers.cancel(this.#watch);
       this.#watch = undefined;
       this.#watchDeadline();
