@@ -206,11 +206,15 @@ class Keeping<T> {
     return lease.lost !== undefined;
   }
 
-  /** The body shortened its lease (`extend(ms)`): the next tick comes by the new deadline at the latest. */
+  /**
+   * The body shortened its lease (`extend(ms)`): a tick that lies past the new deadline comes at it
+   * instead (the lease then lapses in the store before a renewal); an earlier one stays, and renews.
+   */
   deadlineSooner(): void {
-    if (this.#done || this.#timer === undefined) return;
-    backgroundTimers.drop(this.#timer);
-    this.#schedule(performance.now());
+    const timer = this.#timer;
+    if (this.#done || timer === undefined || timer.at <= this.lease.deadline) return;
+    backgroundTimers.drop(timer);
+    this.#timer = backgroundTimers.soon(this.lease.deadline, this.#tick);
   }
 
   #schedule(now: number): void {
