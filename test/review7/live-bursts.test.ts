@@ -71,8 +71,8 @@ describe("review7: live bursts on one id from two Redis stores", () => {
             );
           }
           // Now and then the server forgets the scripts while calls are out (NOSCRIPT, then EVAL).
-        if (kind === "redis" && rand(4) === 0) void (clients[0] as (typeof clients)[number]).script("FLUSH");
-        // Open the gates, in one turn, until every call of the round has settled.
+          if (kind === "redis" && rand(4) === 0) void (clients[0] as (typeof clients)[number]).script("FLUSH");
+          // Open the gates, in one turn, until every call of the round has settled.
           let settled = false;
           const all = Promise.all(calls).then(() => {
             settled = true;
