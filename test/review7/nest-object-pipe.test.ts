@@ -20,7 +20,7 @@ import {
 } from "@nestjs/common";
 import { NestFactory } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
-import { catchError, TimeoutError, throwError, timeout } from "rxjs";
+import { catchError, retry, TimeoutError, throwError, timeout } from "rxjs";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
 import { LeaseholdModule, Semaphore } from "../../integrations/nestjs/index.js";
@@ -51,7 +51,15 @@ class DeepTrim implements PipeTransform {
   }
 }
 
-const work = { gate: gate(), ended: 0 };
+/** Calls the handler again when it fails (rxjs `retry`): a second call for the same request. */
+@Injectable()
+class RetryOnce implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler) {
+    return next.handle().pipe(retry(1));
+  }
+}
+
+const work = { gate: gate(), ended: 0, calls: 0 };
 
 @Controller("trim")
 class TrimController {
@@ -59,6 +67,21 @@ class TrimController {
   @Semaphore("review7-object-pipe", 1)
   @UseInterceptors(Timeout)
   async slow(@Param("id") id: string) {
+    await work.gate.opened;
+    work.ended++;
+    return id;
+  }
+}
+
+@Controller("again")
+class RetryController {
+  @Get(":id")
+  // Applied last: the innermost interceptor, inside leasehold's (the outermost is the timeout).
+  @UseInterceptors(RetryOnce)
+  @Semaphore("review7-retry", 1)
+  @UseInterceptors(Timeout)
+  async flaky(@Param("id") id: string) {
+    if (++work.calls === 1) throw new Error("first call fails");
     await work.gate.opened;
     work.ended++;
     return id;
@@ -89,6 +112,27 @@ describe("review7: NestJS handler work under a global pipe that rebuilds objects
     expect(work.ended).toBe(0);
     expect(await count()).toBe(1);
     expect((await request(running.url).get("/trim/b")).status).toBe(503);
+    work.gate.open();
+    await eventually(() => work.ended >= 1);
+    await eventually(async () => (await count()) === 0);
+  });
+
+  it("keeps the permit while a handler called again by retry() still runs past a timeout()", async () => {
+    const store = memoryStore();
+    @Module({ imports: [LeaseholdModule.forRoot({ client: store })], controllers: [RetryController] })
+    class AppModule {}
+    app = await NestFactory.create(AppModule, new ExpressAdapter(), { logger: false });
+    app.useGlobalPipes(new DeepTrim());
+    running = await listenNest(app);
+    work.gate = gate();
+    work.ended = 0;
+    work.calls = 0;
+    const count = () => semaphore({ client: store, limit: 1 }).count("review7-retry");
+
+    expect((await request(running.url).get("/again/a")).status).toBe(408);
+    expect(work.calls).toBe(2);
+    expect(work.ended).toBe(0);
+    expect(await count()).toBe(1);
     work.gate.open();
     await eventually(() => work.ended >= 1);
     await eventually(async () => (await count()) === 0);
