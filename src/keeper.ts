@@ -121,6 +121,7 @@ class Keeping<T> {
     now: number,
   ) {
     lease.kept = true;
+    lease.keeper = this;
     // The tick's time is fixed now; its timer is armed at the end of the turn, if the body runs on.
     this.#schedule(now);
   }
@@ -203,6 +204,17 @@ class Keeping<T> {
     const { lease } = this;
     if (lease.releasing === undefined && now >= lease.deadline) lease.lose();
     return lease.lost !== undefined;
+  }
+
+  /**
+   * The body shortened its lease (`extend(ms)`): a tick that lies past the new deadline comes at it
+   * instead (the lease then lapses in the store before a renewal); an earlier one stays, and renews.
+   */
+  deadlineSooner(): void {
+    const timer = this.#timer;
+    if (this.#done || timer === undefined || timer.at <= this.lease.deadline) return;
+    backgroundTimers.drop(timer);
+    this.#timer = backgroundTimers.soon(this.lease.deadline, this.#tick);
   }
 
   #schedule(now: number): void {

@@ -53,6 +53,8 @@ export class LeaseHandle implements Lease {
    * `acquire` is watched here instead, once someone listens for its loss.
    */
   kept = false;
+  /** `run`'s keeper, told when the deadline moves sooner (its next tick may lie past it). */
+  keeper: { deadlineSooner(): void } | undefined;
   #watch: Due | undefined;
   /** A handed-off grant's confirmation, until an extend lands or the lease is given back. */
   #confirmation: Confirmation | undefined;
@@ -110,29 +112,46 @@ export class LeaseHandle implements Lease {
     if (this.#released || this.#lost !== undefined) return false;
     const sentAt = performance.now();
     const store = this.#call.store;
-    const ours = isMemoryStore(store)
-      ? store.extendNow(this.#call.kind, this.#call.storeKey, this.token, ms)
-      : await bounded(
-          store,
-          "extend",
-          send(() => this.#call.extend(this.token, ms)),
-          isFlag,
-          this.#call.subject,
-        );
-    if (ours) {
+    let ours: boolean;
+    try {
+      ours = isMemoryStore(store)
+        ? store.extendNow(this.#call.kind, this.#call.storeKey, this.token, ms)
+        : await bounded(
+            store,
+            "extend",
+            send(() => this.#call.extend(this.token, ms)),
+            isFlag,
+            this.#call.subject,
+          );
+    } catch (error) {
+      // Unanswered: the store may have applied it. A shorter lease then ends sooner than the holder
+      // was told (test/review7/extend-shorter-unanswered.test.ts); a longer one changes nothing.
       const deadline = sentAt + ms - CLOCK_GRAIN_MS;
-      const sooner = deadline < this.deadline;
-      this.deadline = deadline;
-      // A shorter lease than before: a watch armed for the old deadline would tell the holder too late.
-      if (sooner && this.#watch !== undefined) {
-        backgroundTimers.cancel(this.#watch);
-        this.#watch = undefined;
-        this.#watchDeadline();
-      }
+      if (deadline < this.deadline) this.#moveDeadline(deadline);
+      throw error;
+    }
+    if (ours) {
+      this.#moveDeadline(sentAt + ms - CLOCK_GRAIN_MS);
       this.#confirmation?.end();
       this.#confirmation = undefined;
     } else this.lose();
     return ours;
+  }
+
+  /** The lease now ends at `deadline`: a watch armed for a later one would tell the holder too late. */
+  #moveDeadline(deadline: number): void {
+    if (deadline >= this.deadline) {
+      this.deadline = deadline;
+      return;
+    }
+    this.deadline = deadline;
+    // Kept by `run`: the keeper watches it (test/review7/kept-extend-shorter.test.ts).
+    this.keeper?.deadlineSooner();
+    if (this.#watch !== undefined) {
+      backgroundTimers.cancel(this.#watch);
+      this.#watch = undefined;
+      this.#watchDeadline();
+    }
   }
 
   release(): Promise<boolean> {

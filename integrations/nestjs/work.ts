@@ -1,4 +1,4 @@
-import { createParamDecorator, type ExecutionContext } from "@nestjs/common";
+import { Req } from "@nestjs/common";
 import type { Exchange } from "../../src/http/exchange.js";
 
 /** Nest's metadata key of a route handler's path (`@Get()`, `@Post()` …): what marks a method as a route. */
@@ -52,13 +52,16 @@ export function within(request: Record<symbol, unknown>, work: HandlerWork): voi
 }
 
 /**
- * A parameter Nest fills for every call of a tracked route handler: the request's work, read from the
- * request Nest is calling the handler for. Custom parameters pass through pipes untouched by default
- * (a `ValidationPipe` skips them); anything else found in its place counts as no work.
+ * The hidden parameter is the request itself (`@Req()`): Nest runs no pipe on it, where it runs every
+ * global pipe on a custom parameter (a pipe that rebuilds objects handed the handler a copy of the
+ * work, and its promise went untracked: test/review7/nest-object-pipe.test.ts). The work stays on
+ * the request: a handler called again for it (a `retry()` interceptor) is tracked again.
  */
-const handlerWork = createParamDecorator(
-  (_data: unknown, context: ExecutionContext): unknown => context.switchToHttp().getRequest()?.[WORK],
-);
+function workOf(request: unknown): HandlerWork | undefined {
+  if (request === null || typeof request !== "object") return undefined;
+  const work = (request as Record<symbol, unknown>)[WORK];
+  return work instanceof HandlerWork ? work : undefined;
+}
 
 /** True when `handler` reports its promise (it was wrapped by a leasehold decorator). */
 export function isTracked(handler: unknown): boolean {
@@ -84,7 +87,7 @@ function hiddenIndex(prototype: object, key: string | symbol, method: Method): n
 /**
  * Wraps the route handler `prototype[key]` so that, called by Nest for a request whose interceptor
  * is waiting for it, it hands its result to that request's {@link HandlerWork}: the wrapper declares
- * one more parameter, after the handler's own, which Nest fills with it (and which the handler does
+ * one more parameter, after the handler's own, which Nest fills with the request carrying it (and which the handler does
  * not see). Called any other way (directly, by another handler) it is the handler. Metadata other
  * decorators put on the method is carried over.
  */
@@ -92,8 +95,8 @@ export function tracked(prototype: object, key: string | symbol, method: Method)
   if (method[TRACKED] === true) return method;
   const index = hiddenIndex(prototype, key, method);
   const wrapped: Method = function (this: unknown, ...args: unknown[]): unknown {
-    const work = args[index];
-    if (!(work instanceof HandlerWork)) return method.apply(this, args);
+    const work = workOf(args[index]);
+    if (work === undefined) return method.apply(this, args);
     args.length = index;
     const result = method.apply(this, args);
     work.started(result);
@@ -104,7 +107,7 @@ export function tracked(prototype: object, key: string | symbol, method: Method)
   }
   Object.defineProperty(wrapped, "name", { value: method.name });
   wrapped[TRACKED] = true;
-  handlerWork()(prototype, key, index);
+  Req()(prototype, key, index);
   return wrapped;
 }
 

@@ -1,0 +1,140 @@
+// review7: the NestJS handler's promise is found through a hidden parameter (perf-http). Nest runs
+// every global pipe on custom parameters (their type is a string: pipeable), so a global pipe that
+// rebuilds objects (a deep sanitizer, a trim-every-string pipe) hands the handler a copy instead of
+// the work: the handler's promise is no longer tracked, and a permit goes back while the handler,
+// past an outer timeout(), still calls the resource. The AsyncLocalStorage it replaced had no such gap.
+import "reflect-metadata";
+import {
+  type CallHandler,
+  Controller,
+  type ExecutionContext,
+  Get,
+  type INestApplication,
+  Injectable,
+  Module,
+  type NestInterceptor,
+  Param,
+  type PipeTransform,
+  RequestTimeoutException,
+  UseInterceptors,
+} from "@nestjs/common";
+import { NestFactory } from "@nestjs/core";
+import { ExpressAdapter } from "@nestjs/platform-express";
+import { catchError, retry, TimeoutError, throwError, timeout } from "rxjs";
+import request from "supertest";
+import { afterEach, describe, expect, it } from "vitest";
+import { LeaseholdModule, Semaphore } from "../../integrations/nestjs/index.js";
+import { memoryStore, semaphore } from "../../src/index.js";
+import type { RunningApp } from "../http/harness.js";
+import { listenNest } from "../http/nest-app.js";
+import { eventually, gate } from "../support/stores.js";
+
+@Injectable()
+class Timeout implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler) {
+    return next.handle().pipe(
+      timeout(100),
+      catchError((error) => throwError(() => (error instanceof TimeoutError ? new RequestTimeoutException() : error))),
+    );
+  }
+}
+
+/** A global pipe that trims every string, objects' included: it rebuilds every object it is given. */
+@Injectable()
+class DeepTrim implements PipeTransform {
+  transform(value: unknown): unknown {
+    if (typeof value === "string") return value.trim();
+    if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, typeof v === "string" ? v.trim() : v]));
+    }
+    return value;
+  }
+}
+
+/** Calls the handler again when it fails (rxjs `retry`): a second call for the same request. */
+@Injectable()
+class RetryOnce implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler) {
+    return next.handle().pipe(retry(1));
+  }
+}
+
+const work = { gate: gate(), ended: 0, calls: 0 };
+
+@Controller("trim")
+class TrimController {
+  @Get(":id")
+  @Semaphore("review7-object-pipe", 1)
+  @UseInterceptors(Timeout)
+  async slow(@Param("id") id: string) {
+    await work.gate.opened;
+    work.ended++;
+    return id;
+  }
+}
+
+@Controller("again")
+class RetryController {
+  @Get(":id")
+  // Applied last: the innermost interceptor, inside leasehold's (the outermost is the timeout).
+  @UseInterceptors(RetryOnce)
+  @Semaphore("review7-retry", 1)
+  @UseInterceptors(Timeout)
+  async flaky(@Param("id") id: string) {
+    if (++work.calls === 1) throw new Error("first call fails");
+    await work.gate.opened;
+    work.ended++;
+    return id;
+  }
+}
+
+describe("review7: NestJS handler work under a global pipe that rebuilds objects", () => {
+  let app: INestApplication;
+  let running: RunningApp | undefined;
+  afterEach(async () => {
+    work.gate.open();
+    await running?.close();
+  });
+
+  it("keeps the permit while the handler still runs past a timeout()", async () => {
+    const store = memoryStore();
+    @Module({ imports: [LeaseholdModule.forRoot({ client: store })], controllers: [TrimController] })
+    class AppModule {}
+    app = await NestFactory.create(AppModule, new ExpressAdapter(), { logger: false });
+    app.useGlobalPipes(new DeepTrim());
+    running = await listenNest(app);
+    work.gate = gate();
+    work.ended = 0;
+    const count = () => semaphore({ client: store, limit: 1 }).count("review7-object-pipe");
+
+    expect((await request(running.url).get("/trim/a")).status).toBe(408);
+    // The handler is still at work: its permit is held, and the next request is refused.
+    expect(work.ended).toBe(0);
+    expect(await count()).toBe(1);
+    expect((await request(running.url).get("/trim/b")).status).toBe(503);
+    work.gate.open();
+    await eventually(() => work.ended >= 1);
+    await eventually(async () => (await count()) === 0);
+  });
+
+  it("keeps the permit while a handler called again by retry() still runs past a timeout()", async () => {
+    const store = memoryStore();
+    @Module({ imports: [LeaseholdModule.forRoot({ client: store })], controllers: [RetryController] })
+    class AppModule {}
+    app = await NestFactory.create(AppModule, new ExpressAdapter(), { logger: false });
+    app.useGlobalPipes(new DeepTrim());
+    running = await listenNest(app);
+    work.gate = gate();
+    work.ended = 0;
+    work.calls = 0;
+    const count = () => semaphore({ client: store, limit: 1 }).count("review7-retry");
+
+    expect((await request(running.url).get("/again/a")).status).toBe(408);
+    expect(work.calls).toBe(2);
+    expect(work.ended).toBe(0);
+    expect(await count()).toBe(1);
+    work.gate.open();
+    await eventually(() => work.ended >= 1);
+    await eventually(async () => (await count()) === 0);
+  });
+});
