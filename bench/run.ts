@@ -362,7 +362,10 @@ async function httpOverhead(): Promise<void> {
     // Every variant runs at once, in one server process (idle until driven), and the rounds
     // interleave them: a slow moment of this shared machine then costs every variant alike,
     // and the median drops it.
+    // Hono also as `wrap(handler)`, the guard as one handler (docs/adapters.md): a route Hono serves
+    // without its async middleware chain.
     const modes = ["none", "async", "memory", "redis", "rejecting"];
+    if (framework === "hono") modes.push("wrapped", "redis-wrapped");
     const ports: number[] = [];
     for (const _ of modes) ports.push(await freePort());
     const child = spawn(process.execPath, ["--import", "tsx", "bench/http-server.ts"], {
@@ -397,7 +400,9 @@ async function httpOverhead(): Promise<void> {
               ? "no-op async middleware"
               : mode === "rejecting"
                 ? "guarded, every request refused"
-                : `guarded, ${mode} store`,
+                : mode.endsWith("wrapped")
+                  ? `guarded by wrap(handler), ${mode === "wrapped" ? "memory" : "redis"} store`
+                  : `guarded, ${mode} store`,
         "req/s": Math.round(result.requests.average),
         "vs unguarded": round(result.requests.average / base.requests.average, 3),
         "p50 ms": result.latency.p50,
@@ -420,6 +425,22 @@ async function httpOverhead(): Promise<void> {
         0.9,
       ),
     );
+    if (results.wrapped !== undefined && results["redis-wrapped"] !== undefined) {
+      targets.push(
+        target(
+          `${framework} wrap: Redis-guarded req/s vs unguarded`,
+          results["redis-wrapped"].requests.average / base.requests.average,
+          0.8,
+        ),
+      );
+      targets.push(
+        target(
+          `${framework} wrap: memory-guarded req/s vs unguarded`,
+          results.wrapped.requests.average / base.requests.average,
+          0.9,
+        ),
+      );
+    }
     targets.push(
       target(
         `${framework}: refusing vs admitting (memory), req/s`,
