@@ -9,6 +9,7 @@ import {
   Injectable,
   type NestInterceptor,
   Optional,
+  ServiceUnavailableException,
 } from "@nestjs/common";
 import { HttpAdapterHost, Reflector } from "@nestjs/core";
 import { finalize, type Observable } from "rxjs";
@@ -167,8 +168,17 @@ export class LeaseholdInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const exchange: Exchange | undefined =
       context.getType() === "http" ? context.switchToHttp().getRequest()[EXCHANGE] : undefined;
-    // A class and a method decorator both install it: the outermost reports.
-    if (exchange === undefined || !exchange.workStarted()) return next.handle();
+    if (exchange === undefined) return next.handle();
+    if (!exchange.workStarted()) {
+      // A class and a method decorator both install it: the outermost reports.
+      if (!exchange.workOver) return next.handle();
+      // The work had ended and Nest calls this again: an interceptor outside ours (retry()) subscribed
+      // again, and the handler is called again. That is work too; once the permit is back, it must not
+      // run (test/review7/nest-outer-retry.test.ts).
+      if (!exchange.workResumed()) {
+        throw new ServiceUnavailableException("leasehold: the handler was called again after its permit was given back");
+      }
+    }
     const handler = context.getHandler();
     if (!isTracked(handler)) return next.handle().pipe(finalize(() => exchange.workEnded()));
     // Its observable can end (an outer timeout(), an SSE disconnect) while the handler's promise still runs.

@@ -153,6 +153,24 @@ export class Exchange {
     return true;
   }
 
+  /**
+   * The handler is called again for the same request, after its work ended
+   * (an outer `retry()` subscribed to the adapter's interceptor again): its work runs again, and
+   * the permit is held until it ends again. False when the permit is already
+   * back (the response finished, or the lease was lost): the handler must
+   * not run then. True when nothing was held (a skipped request).
+   */
+  workResumed(): boolean {
+    if (this.#done) return this.#lease === undefined;
+    this.#work = "running";
+    return true;
+  }
+
+  /** True once the reported work has ended (and until it is resumed). */
+  get workOver(): boolean {
+    return this.#work === "ended";
+  }
+
   /** The handler's work ended (settled, ended its response). Idempotent. */
   workEnded(): void {
     this.#work = "ended";

@@ -1,0 +1,91 @@
+// Found by review 7 (predates it): a retry() interceptor outside leasehold's (a global one) subscribes
+// to leasehold's interceptor again when the handler fails, and Nest calls the handler again. The first
+// call's end had already told the exchange the work was over: when an outer timeout() then answered
+// the request, the permit went back while the second call still ran, and the next request was
+// admitted under limit 1. Each subscription now reports its own work; one made after the permit is
+// back fails instead of calling the handler without one.
+import "reflect-metadata";
+import {
+  type CallHandler,
+  Controller,
+  type ExecutionContext,
+  Get,
+  type INestApplication,
+  Injectable,
+  Module,
+  type NestInterceptor,
+  Param,
+  RequestTimeoutException,
+} from "@nestjs/common";
+import { NestFactory } from "@nestjs/core";
+import { ExpressAdapter } from "@nestjs/platform-express";
+import { catchError, retry, TimeoutError, throwError, timeout } from "rxjs";
+import request from "supertest";
+import { afterEach, describe, expect, it } from "vitest";
+import { LeaseholdModule, Semaphore } from "../../integrations/nestjs/index.js";
+import { memoryStore, semaphore } from "../../src/index.js";
+import type { RunningApp } from "../http/harness.js";
+import { listenNest } from "../http/nest-app.js";
+import { eventually, gate } from "../support/stores.js";
+
+@Injectable()
+class Timeout implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler) {
+    return next.handle().pipe(
+      timeout(150),
+      catchError((error) => throwError(() => (error instanceof TimeoutError ? new RequestTimeoutException() : error))),
+    );
+  }
+}
+
+@Injectable()
+class RetryOnce implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler) {
+    return next.handle().pipe(retry(1));
+  }
+}
+
+const work = { gate: gate(), ended: 0, calls: 0 };
+
+@Controller("outer")
+class OuterRetryController {
+  @Get(":id")
+  @Semaphore("review7-outer-retry", 1)
+  async flaky(@Param("id") id: string) {
+    if (++work.calls === 1) throw new Error("first call fails");
+    await work.gate.opened;
+    work.ended++;
+    return id;
+  }
+}
+
+describe("review7: a retry() interceptor outside leasehold's (NestJS)", () => {
+  let app: INestApplication;
+  let running: RunningApp | undefined;
+  afterEach(async () => {
+    work.gate.open();
+    await running?.close();
+  });
+
+  it("keeps the permit while the handler called again still runs past an outer timeout()", async () => {
+    const store = memoryStore();
+    @Module({ imports: [LeaseholdModule.forRoot({ client: store })], controllers: [OuterRetryController] })
+    class AppModule {}
+    app = await NestFactory.create(AppModule, new ExpressAdapter(), { logger: false });
+    // Global interceptors wrap the route's: the timeout outermost, then the retry, then leasehold's.
+    app.useGlobalInterceptors(new Timeout(), new RetryOnce());
+    running = await listenNest(app);
+    work.gate = gate();
+    const count = () => semaphore({ client: store, limit: 1 }).count("review7-outer-retry");
+
+    expect((await request(running.url).get("/outer/a")).status).toBe(408);
+    expect(work.calls).toBe(2);
+    // The second call is still at work: its permit is held, and the next request is refused.
+    expect(work.ended).toBe(0);
+    expect(await count()).toBe(1);
+    expect((await request(running.url).get("/outer/b")).status).toBe(503);
+    work.gate.open();
+    await eventually(() => work.ended >= 1);
+    await eventually(async () => (await count()) === 0);
+  });
+});
