@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import {
   type ArgumentsHost,
+  type CallHandler,
   type CanActivate,
   Catch,
   Controller,
@@ -16,14 +17,17 @@ import {
   Inject,
   Injectable,
   Module,
+  type NestInterceptor,
   Post,
   Req,
+  RequestTimeoutException,
   StreamableFile,
   UseGuards,
 } from "@nestjs/common";
 import { APP_FILTER, HttpAdapterHost, NestFactory } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
 import { FastifyAdapter } from "@nestjs/platform-fastify";
+import { catchError, retry, TimeoutError, throwError, timeout } from "rxjs";
 import { Lease, LeaseholdModule, Lock, type NestRequest, Semaphore } from "../../integrations/nestjs/index.js";
 import type { RequestLease } from "../../src/http/exchange.js";
 import type { Store } from "../../src/index.js";
@@ -337,4 +341,23 @@ export function nestHarness(platform: "express" | "fastify"): Harness {
       return listenNest(app);
     },
   };
+}
+
+/** The timeout interceptor Nest's documentation shows: the handler's observable fails after 100 ms (a 408). */
+@Injectable()
+export class Timeout implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler) {
+    return next.handle().pipe(
+      timeout(100),
+      catchError((error) => throwError(() => (error instanceof TimeoutError ? new RequestTimeoutException() : error))),
+    );
+  }
+}
+
+/** Calls the handler again when it fails (rxjs `retry`): a second call for the same request. */
+@Injectable()
+export class RetryOnce implements NestInterceptor {
+  intercept(_context: ExecutionContext, next: CallHandler) {
+    return next.handle().pipe(retry(1));
+  }
 }

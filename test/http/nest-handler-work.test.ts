@@ -4,39 +4,24 @@
 import "reflect-metadata";
 import { AsyncLocalStorage } from "node:async_hooks";
 import {
-  type CallHandler,
   Controller,
-  type ExecutionContext,
   Get,
   type INestApplication,
   Injectable,
   Module,
-  type NestInterceptor,
   Param,
   type PipeTransform,
-  RequestTimeoutException,
   UseInterceptors,
 } from "@nestjs/common";
 import { NestFactory } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
-import { catchError, TimeoutError, throwError, timeout } from "rxjs";
 import request from "supertest";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { Lease, LeaseholdModule, Semaphore, type SemaphoreLease } from "../../integrations/nestjs/index.js";
 import { memoryStore, semaphore } from "../../src/index.js";
 import { eventually, gate } from "../support/stores.js";
 import type { RunningApp } from "./harness.js";
-import { listenNest } from "./nest-app.js";
-
-@Injectable()
-class Timeout implements NestInterceptor {
-  intercept(_context: ExecutionContext, next: CallHandler) {
-    return next.handle().pipe(
-      timeout(100),
-      catchError((error) => throwError(() => (error instanceof TimeoutError ? new RequestTimeoutException() : error))),
-    );
-  }
-}
+import { listenNest, Timeout } from "./nest-app.js";
 
 /** A global pipe that rewrites every string parameter: it runs on the hidden one too. */
 @Injectable()

@@ -2,7 +2,6 @@ import "reflect-metadata";
 import { request as httpRequest } from "node:http";
 import { Readable } from "node:stream";
 import {
-  type CallHandler,
   type CanActivate,
   Controller,
   createParamDecorator,
@@ -14,7 +13,6 @@ import {
   Module,
   type NestInterceptor,
   type PipeTransform,
-  RequestTimeoutException,
   Res,
   Sse,
   StreamableFile,
@@ -24,7 +22,7 @@ import {
 import { HttpAdapterHost, NestFactory, Reflector } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
 import { FastifyAdapter } from "@nestjs/platform-fastify";
-import { catchError, interval, map, TimeoutError, take, throwError, timeout } from "rxjs";
+import { interval, map, take } from "rxjs";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
 import {
@@ -42,7 +40,7 @@ import type { RequestLease } from "../../src/http/exchange.js";
 import { memoryStore, type Store, semaphore, ValidationError } from "../../src/index.js";
 import { eventually, gate, spyStore } from "../support/stores.js";
 import type { RunningApp } from "./harness.js";
-import { listenNest } from "./nest-app.js";
+import { listenNest, Timeout } from "./nest-app.js";
 
 const seen: { leaseInInterceptor?: boolean; leaseInPipe?: boolean } = {};
 
@@ -125,17 +123,6 @@ class ScopedController {
     return interval(50).pipe(
       take(4),
       map((n) => ({ data: { n } })),
-    );
-  }
-}
-
-/** The timeout interceptor Nest's documentation shows: the handler's observable fails after 100 ms. */
-@Injectable()
-class Timeout implements NestInterceptor {
-  intercept(_context: ExecutionContext, next: CallHandler) {
-    return next.handle().pipe(
-      timeout(100),
-      catchError((error) => throwError(() => (error instanceof TimeoutError ? new RequestTimeoutException() : error))),
     );
   }
 }

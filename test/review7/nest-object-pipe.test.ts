@@ -5,39 +5,24 @@
 // past an outer timeout(), still calls the resource. The AsyncLocalStorage it replaced had no such gap.
 import "reflect-metadata";
 import {
-  type CallHandler,
   Controller,
-  type ExecutionContext,
   Get,
   type INestApplication,
   Injectable,
   Module,
-  type NestInterceptor,
   Param,
   type PipeTransform,
-  RequestTimeoutException,
   UseInterceptors,
 } from "@nestjs/common";
 import { NestFactory } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
-import { catchError, retry, TimeoutError, throwError, timeout } from "rxjs";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
 import { LeaseholdModule, Semaphore } from "../../integrations/nestjs/index.js";
 import { memoryStore, semaphore } from "../../src/index.js";
 import type { RunningApp } from "../http/harness.js";
-import { listenNest } from "../http/nest-app.js";
+import { listenNest, RetryOnce, Timeout } from "../http/nest-app.js";
 import { eventually, gate } from "../support/stores.js";
-
-@Injectable()
-class Timeout implements NestInterceptor {
-  intercept(_context: ExecutionContext, next: CallHandler) {
-    return next.handle().pipe(
-      timeout(100),
-      catchError((error) => throwError(() => (error instanceof TimeoutError ? new RequestTimeoutException() : error))),
-    );
-  }
-}
 
 /** A global pipe that trims every string, objects' included: it rebuilds every object it is given. */
 @Injectable()
@@ -48,14 +33,6 @@ class DeepTrim implements PipeTransform {
       return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, typeof v === "string" ? v.trim() : v]));
     }
     return value;
-  }
-}
-
-/** Calls the handler again when it fails (rxjs `retry`): a second call for the same request. */
-@Injectable()
-class RetryOnce implements NestInterceptor {
-  intercept(_context: ExecutionContext, next: CallHandler) {
-    return next.handle().pipe(retry(1));
   }
 }
 

@@ -5,45 +5,16 @@
 // admitted under limit 1. Each subscription now reports its own work; one made after the permit is
 // back fails instead of calling the handler without one.
 import "reflect-metadata";
-import {
-  type CallHandler,
-  Controller,
-  type ExecutionContext,
-  Get,
-  type INestApplication,
-  Injectable,
-  Module,
-  type NestInterceptor,
-  Param,
-  RequestTimeoutException,
-} from "@nestjs/common";
+import { Controller, Get, type INestApplication, Module, Param } from "@nestjs/common";
 import { NestFactory } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
-import { catchError, retry, TimeoutError, throwError, timeout } from "rxjs";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
 import { LeaseholdModule, Semaphore } from "../../integrations/nestjs/index.js";
 import { memoryStore, semaphore } from "../../src/index.js";
 import type { RunningApp } from "../http/harness.js";
-import { listenNest } from "../http/nest-app.js";
+import { listenNest, RetryOnce, Timeout } from "../http/nest-app.js";
 import { eventually, gate } from "../support/stores.js";
-
-@Injectable()
-class Timeout implements NestInterceptor {
-  intercept(_context: ExecutionContext, next: CallHandler) {
-    return next.handle().pipe(
-      timeout(150),
-      catchError((error) => throwError(() => (error instanceof TimeoutError ? new RequestTimeoutException() : error))),
-    );
-  }
-}
-
-@Injectable()
-class RetryOnce implements NestInterceptor {
-  intercept(_context: ExecutionContext, next: CallHandler) {
-    return next.handle().pipe(retry(1));
-  }
-}
 
 const work = { gate: gate(), ended: 0, calls: 0 };
 
