@@ -22,6 +22,7 @@ import {
   Req,
   RequestTimeoutException,
   StreamableFile,
+  type Type,
   UseGuards,
 } from "@nestjs/common";
 import { APP_FILTER, HttpAdapterHost, NestFactory } from "@nestjs/core";
@@ -316,6 +317,22 @@ export function buildNestModule(control: Control, options: Record<string, unknow
   class AppModule {}
 
   return AppModule;
+}
+
+/**
+ * An Express-based Nest app of `controllers` with leasehold on `store`, set up by `configure` (global
+ * pipes or interceptors) before it listens.
+ */
+export async function listenNestWith(
+  controllers: Type[],
+  store: Store,
+  configure: (app: INestApplication) => void,
+): Promise<RunningApp> {
+  @Module({ imports: [LeaseholdModule.forRoot({ client: store })], controllers })
+  class AppModule {}
+  const app = await NestFactory.create(AppModule, new ExpressAdapter(), { logger: false });
+  configure(app);
+  return listenNest(app);
 }
 
 export async function listenNest(app: INestApplication): Promise<RunningApp> {

@@ -3,25 +3,14 @@
 // arguments, a global pipe on every parameter does not lose the tracking, and no AsyncLocalStorage runs.
 import "reflect-metadata";
 import { AsyncLocalStorage } from "node:async_hooks";
-import {
-  Controller,
-  Get,
-  type INestApplication,
-  Injectable,
-  Module,
-  Param,
-  type PipeTransform,
-  UseInterceptors,
-} from "@nestjs/common";
-import { NestFactory } from "@nestjs/core";
-import { ExpressAdapter } from "@nestjs/platform-express";
+import { Controller, Get, Injectable, Param, type PipeTransform, UseInterceptors } from "@nestjs/common";
 import request from "supertest";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { Lease, LeaseholdModule, Semaphore, type SemaphoreLease } from "../../integrations/nestjs/index.js";
+import { Lease, Semaphore, type SemaphoreLease } from "../../integrations/nestjs/index.js";
 import { memoryStore, semaphore } from "../../src/index.js";
 import { eventually, gate } from "../support/stores.js";
 import type { RunningApp } from "./harness.js";
-import { listenNest, Timeout } from "./nest-app.js";
+import { listenNestWith, Timeout } from "./nest-app.js";
 
 /** A global pipe that rewrites every string parameter: it runs on the hidden one too. */
 @Injectable()
@@ -48,7 +37,6 @@ class WorkController {
 }
 
 describe("NestJS: the handler's work without AsyncLocalStorage", () => {
-  let app: INestApplication;
   let running: RunningApp;
   afterEach(async () => {
     vi.restoreAllMocks();
@@ -59,11 +47,7 @@ describe("NestJS: the handler's work without AsyncLocalStorage", () => {
     const run = vi.spyOn(AsyncLocalStorage.prototype, "run");
     const enter = vi.spyOn(AsyncLocalStorage.prototype, "enterWith");
     const store = memoryStore();
-    @Module({ imports: [LeaseholdModule.forRoot({ client: store })], controllers: [WorkController] })
-    class AppModule {}
-    app = await NestFactory.create(AppModule, new ExpressAdapter(), { logger: false });
-    app.useGlobalPipes(new Shout());
-    running = await listenNest(app);
+    running = await listenNestWith([WorkController], store, (app) => app.useGlobalPipes(new Shout()));
     work.gate = gate();
     work.ended = 0;
     const count = () => semaphore({ client: store, limit: 1 }).count("handler-work");

@@ -4,24 +4,13 @@
 // the work: the handler's promise is no longer tracked, and a permit goes back while the handler,
 // past an outer timeout(), still calls the resource. The AsyncLocalStorage it replaced had no such gap.
 import "reflect-metadata";
-import {
-  Controller,
-  Get,
-  type INestApplication,
-  Injectable,
-  Module,
-  Param,
-  type PipeTransform,
-  UseInterceptors,
-} from "@nestjs/common";
-import { NestFactory } from "@nestjs/core";
-import { ExpressAdapter } from "@nestjs/platform-express";
+import { Controller, Get, Injectable, Param, type PipeTransform, UseInterceptors } from "@nestjs/common";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
-import { LeaseholdModule, Semaphore } from "../../integrations/nestjs/index.js";
+import { Semaphore } from "../../integrations/nestjs/index.js";
 import { memoryStore, semaphore } from "../../src/index.js";
 import type { RunningApp } from "../http/harness.js";
-import { listenNest, RetryOnce, Timeout } from "../http/nest-app.js";
+import { listenNestWith, RetryOnce, Timeout } from "../http/nest-app.js";
 import { eventually, gate } from "../support/stores.js";
 
 /** A global pipe that trims every string, objects' included: it rebuilds every object it is given. */
@@ -66,7 +55,6 @@ class RetryController {
 }
 
 describe("review7: NestJS handler work under a global pipe that rebuilds objects", () => {
-  let app: INestApplication;
   let running: RunningApp | undefined;
   afterEach(async () => {
     work.gate.open();
@@ -75,11 +63,7 @@ describe("review7: NestJS handler work under a global pipe that rebuilds objects
 
   it("keeps the permit while the handler still runs past a timeout()", async () => {
     const store = memoryStore();
-    @Module({ imports: [LeaseholdModule.forRoot({ client: store })], controllers: [TrimController] })
-    class AppModule {}
-    app = await NestFactory.create(AppModule, new ExpressAdapter(), { logger: false });
-    app.useGlobalPipes(new DeepTrim());
-    running = await listenNest(app);
+    running = await listenNestWith([TrimController], store, (app) => app.useGlobalPipes(new DeepTrim()));
     work.gate = gate();
     work.ended = 0;
     const count = () => semaphore({ client: store, limit: 1 }).count("review7-object-pipe");
@@ -96,11 +80,7 @@ describe("review7: NestJS handler work under a global pipe that rebuilds objects
 
   it("keeps the permit while a handler called again by retry() still runs past a timeout()", async () => {
     const store = memoryStore();
-    @Module({ imports: [LeaseholdModule.forRoot({ client: store })], controllers: [RetryController] })
-    class AppModule {}
-    app = await NestFactory.create(AppModule, new ExpressAdapter(), { logger: false });
-    app.useGlobalPipes(new DeepTrim());
-    running = await listenNest(app);
+    running = await listenNestWith([RetryController], store, (app) => app.useGlobalPipes(new DeepTrim()));
     work.gate = gate();
     work.ended = 0;
     work.calls = 0;

@@ -5,15 +5,13 @@
 // admitted under limit 1. Each subscription now reports its own work; one made after the permit is
 // back fails instead of calling the handler without one.
 import "reflect-metadata";
-import { Controller, Get, type INestApplication, Module, Param } from "@nestjs/common";
-import { NestFactory } from "@nestjs/core";
-import { ExpressAdapter } from "@nestjs/platform-express";
+import { Controller, Get, Param } from "@nestjs/common";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
-import { LeaseholdModule, Semaphore } from "../../integrations/nestjs/index.js";
+import { Semaphore } from "../../integrations/nestjs/index.js";
 import { memoryStore, semaphore } from "../../src/index.js";
 import type { RunningApp } from "../http/harness.js";
-import { listenNest, RetryOnce, Timeout } from "../http/nest-app.js";
+import { listenNestWith, RetryOnce, Timeout } from "../http/nest-app.js";
 import { eventually, gate } from "../support/stores.js";
 
 const work = { gate: gate(), ended: 0, calls: 0 };
@@ -31,7 +29,6 @@ class OuterRetryController {
 }
 
 describe("review7: a retry() interceptor outside leasehold's (NestJS)", () => {
-  let app: INestApplication;
   let running: RunningApp | undefined;
   afterEach(async () => {
     work.gate.open();
@@ -40,12 +37,10 @@ describe("review7: a retry() interceptor outside leasehold's (NestJS)", () => {
 
   it("keeps the permit while the handler called again still runs past an outer timeout()", async () => {
     const store = memoryStore();
-    @Module({ imports: [LeaseholdModule.forRoot({ client: store })], controllers: [OuterRetryController] })
-    class AppModule {}
-    app = await NestFactory.create(AppModule, new ExpressAdapter(), { logger: false });
     // Global interceptors wrap the route's: the timeout outermost, then the retry, then leasehold's.
-    app.useGlobalInterceptors(new Timeout(), new RetryOnce());
-    running = await listenNest(app);
+    running = await listenNestWith([OuterRetryController], store, (app) =>
+      app.useGlobalInterceptors(new Timeout(), new RetryOnce()),
+    );
     work.gate = gate();
     const count = () => semaphore({ client: store, limit: 1 }).count("review7-outer-retry");
 
