@@ -86,7 +86,8 @@ async function rate(op, count, name) {
   const seconds = (performance.now() - started) / 1000;
   const used = process.cpuUsage(mine);
   if (name !== undefined) {
-    const sums = (cpu[name] ??= { node: 0, server: 0, cycles: 0 });
+    cpu[name] ??= { node: 0, server: 0, cycles: 0 };
+    const sums = cpu[name];
     sums.node += used.user + used.system;
     sums.server += serverMicros() - server;
     sums.cycles += count;
