@@ -13,7 +13,6 @@
 // them), engine (`semaphore().acquire` and `lease.release()` of the build in DIST, default ../../dist),
 // and engine2 (the same of the build in DIST2, when given: main's against a branch's).
 // C: callers looping at once. N: cycles per subject per round. R: rounds. ONLY: subjects.
-import { execSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 import { Semaphore as RedisSemaphore } from "redis-semaphore";
@@ -29,7 +28,8 @@ const { scripts } = await import(`${dist}/esm/src/store/lua.generated.js`);
 const lib2 = process.env.DIST2 ? await import(`${process.env.DIST2}/esm/src/index.js`) : undefined;
 
 const redis = new Redis({ port });
-const serverPid = execSync(`pgrep -f 'redis-server.*:${port}'`).toString().trim().split("\n")[0];
+// The server's own pid (a pgrep of its command line can find the pgrep's shell instead).
+const serverPid = /process_id:(\d+)/.exec(await redis.info("server"))?.[1];
 /** The redis-server's CPU time so far, in µs (utime + stime, clock ticks of 10 ms: read over many rounds). */
 const serverMicros = () => {
   const fields = readFileSync(`/proc/${serverPid}/stat`, "utf8").split(" ");
