@@ -28,7 +28,7 @@ const setups: [string, (redis: Client, key: string) => Promise<void>][] = [
   [
     "a typical hold that counts",
     async (redis, key) => {
-      const [seconds] = (await redis.time()) as [string, string];
+      const [seconds] = (await redis.time()) as [number | string, number | string];
       await redis.zadd(key, "-inf", `~h40:${Number(seconds) * 1000 + 60_000}`);
     },
   ],
