@@ -23,7 +23,27 @@ local present = redis.call('ZCARD', holders) - nmarks
 local short = #ARGV < 3
 local out, answer = nil, 0
 if not short then out = {} end
-for i = 1, #ARGV, 3 do
+-- The arguments the loop below reads: none when the straight line has served the one lease.
+local nargs = #ARGV
+-- Almost every release: one lease of weight 1, its hold not reported, no tenant, no old-style fence
+-- marker. The loop below does the same for it; this straight line runs a fraction of its Lua.
+if #ARGV == 1 and not tenants and not legacy then
+  local score = redis.call('ZSCORE', holders, ARGV[1])
+  if score then
+    -- The last lease, and the clock has passed the last fence: its marker goes too (lib/fence.lua).
+    if fenced and present == 1 and last < now_us then
+      -- Nothing else in the set (no other marker): the key goes, one DEL rather than a ZREM of both.
+      if nmarks == 1 then redis.call('DEL', holders) else redis.call('ZREM', holders, ARGV[1], '~f') end
+      fenced = false
+    else
+      redis.call('ZREM', holders, ARGV[1])
+    end
+    present = present - 1
+    if score + 0 > now then answer = 1 end
+  end
+  nargs = 0
+end
+for i = 1, nargs, 3 do
   -- Strings compared where no arithmetic needs the number (tonumber parses a string twice).
   local token, weight, held = ARGV[i], 1, -1
   if not short then

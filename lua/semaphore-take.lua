@@ -24,6 +24,24 @@ if tenanted and tenants and (rebuild or redis.call('EXISTS', tenants) == 0) then
 --!include lib/clock.lua
 
 local card = redis.call('ZCARD', holders) - nmarks
+-- Almost every request: one call of weight 1, no tenant, room for it. The loop below does the same
+-- for it, and this straight line runs a fraction of the loop's Lua (the interpreter was about a
+-- tenth of the cycle's instructions): same commands, same answer, the fence alone.
+if #ARGV == 3 and card < ARGV[2] + 0 and not string.find(ARGV[1], '@', 1, true) then
+  local ends = now + ARGV[3]
+  if now_us > last then last = now_us else last = last + 1 end
+  redis.call('ZADD', holders, string.format('%d', ends), ARGV[1], string.format('%d', -last), '~f')
+  if legacy then redis.call('ZREM', holders, legacy) end
+  -- As below: until the lease ends, and the clock has passed the fence; a new key gets its first expiry.
+  local at = ends + 1
+  if last >= ends * 1000 then at = (last - last % 1000) / 1000 + 1 end
+  if card == 0 and nmarks == 0 then
+    redis.call('PEXPIREAT', holders, string.format('%d', at))
+  else
+    redis.call('PEXPIREAT', holders, string.format('%d', at), 'GT')
+  end
+  return last
+end
 -- Five arguments per call, or three for one call of weight 1 without a cap.
 local step = 5
 if #ARGV == 3 then step = 3 end

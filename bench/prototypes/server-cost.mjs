@@ -1,7 +1,7 @@
 // The Redis server's cost of one acquire + release cycle, in instructions (issue #12, item 1).
 //
 //   npm run build                      # the harness drives leasehold as built in dist/
-//   node bench/prototypes/server-cost.mjs [--layer=engine|store|scripts|redis-semaphore]
+//   node bench/prototypes/server-cost.mjs [--layer=engine|store|scripts|floor|redis-semaphore]
 //        [--cycles=1000] [--held-every=0] [--whole] [--keep] [--dist=path/to/dist/esm/src/index.js] [--port=6391]
 //
 // Starts a private `redis-server --port 6391 --save '' --appendonly no` under
@@ -10,7 +10,8 @@
 // counts the same on a busy or an idle machine, unlike wall-clock time. Layers: `engine`
 // (semaphore().acquire / release, what `npm run bench` runs), `store` (redisStore's calls, with a
 // hold reported on every `--held-every`th release, 0: never), `scripts` (the two fast scripts by
-// EVALSHA, nothing around them), `redis-semaphore` (its own acquire + release, for reference) and
+// EVALSHA, nothing around them), `floor` (./floor-scripts.mjs: the cheapest pair with the same
+// guarantees), `redis-semaphore` (its own acquire + release, for reference) and
 // `handoff` (the contended benchmark's hand-offs, `--batch` releases in one turn: see the driver).
 // `--dist` points at another build (e.g. main's, built in a clean copy) to compare old and new.
 import { spawn } from "node:child_process";
@@ -158,6 +159,17 @@ async function driver(redis) {
     return async (i) => {
       const token = `t${i}`;
       await redis.evalsha(take, 1, "{cost:k}", token, limit, 30_000);
+      await redis.evalsha(give, 1, "{cost:k}", token);
+    };
+  }
+  if (layer === "floor") {
+    // The cheapest pair with the fast cycle's guarantees (./floor-scripts.mjs): the floor of this harness.
+    const { floorScripts } = await import("./floor-scripts.mjs");
+    const take = await redis.script("LOAD", floorScripts.take.source);
+    const give = await redis.script("LOAD", floorScripts.back.source);
+    return async (i) => {
+      const token = `t${i}`;
+      if ((await redis.evalsha(take, 1, "{cost:k}", token, limit, 30_000)) < 0) throw new Error("refused");
       await redis.evalsha(give, 1, "{cost:k}", token);
     };
   }
