@@ -73,6 +73,37 @@ describe("calls gathered in one turn on the Redis store", () => {
     await store.close();
     await redis.del(key);
   });
+
+  it("calls made one per callback in one turn (an HTTP server's requests), while two are out, go out together", async () => {
+    const { redis, sent, store, key } = await counted();
+    const take = (i: number) =>
+      store.semaphore.acquire({ storeKey: key, token: `t${i}`, limit: 100, weight: 1, leaseMs: 10_000 });
+    // Timers due together run in one timers phase, each callback followed by its microtasks, and no
+    // reply can be read in between: the two first calls are out while the five others are made.
+    const calls = await new Promise<Promise<unknown>[]>((resolve) => {
+      const made: Promise<unknown>[] = [];
+      setTimeout(() => made.push(take(0), take(1)), 0);
+      for (let i = 2; i < 7; i++) setTimeout(() => made.push(take(i)), 0);
+      setTimeout(() => resolve(made), 0);
+    });
+    const replies = (await Promise.all(calls)) as { acquired: boolean; fence?: unknown }[];
+    expect(sent).toEqual([1, 1, 5]);
+    expect(replies.every((reply) => reply.acquired)).toBe(true);
+    const fences = replies.map((reply) => Number(reply.fence));
+    expect(fences.every((fence, i) => i === 0 || fence > (fences[i - 1] as number))).toBe(true);
+    expect(await redis.zcount(key, 0, "+inf")).toBe(7);
+    await store.close();
+    await redis.del(key);
+  });
+
+  it("a lone call while fewer than two are out goes at once, not at the end of the turn", async () => {
+    const { redis, sent, store, key } = await counted();
+    const first = store.semaphore.acquire({ storeKey: key, token: "t0", limit: 100, weight: 1, leaseMs: 10_000 });
+    expect(sent).toEqual([1]);
+    await first;
+    await store.close();
+    await redis.del(key);
+  });
 });
 
 /** The full releases' script calls (lua/semaphore-release.lua, six keys), as the leases each carries; `fail` rejects those of more than one. */
