@@ -77,7 +77,8 @@ for (const s of servers) for (const u of Object.values(s.urls)) await autocannon
 const samples = {};
 for (let round = 0; round < rounds; round++) {
   for (const mode of modes) {
-    for (const s of servers) {
+    // The servers take turns going first: whatever favours a position in the round favours both alike.
+    for (const s of round % 2 === 0 ? servers : [...servers].reverse()) {
       const before = { sys: syscallsOf(s.child.pid), cpu: cpuOf(s.child.pid), self: process.cpuUsage(), redis: await redisSide() };
       const result = await autocannon({ url: s.urls[mode], connections, duration: seconds });
       const after = { sys: syscallsOf(s.child.pid), cpu: cpuOf(s.child.pid), self: process.cpuUsage(before.self), redis: await redisSide() };

@@ -85,6 +85,16 @@ export class Coalescer<I, R> {
     });
   }
 
+  /**
+   * Calls gathered and not yet sent go out before anything acts on a reply of their group: a reply
+   * can start a follow-up call (the fast path's "take the full script"), which must not overtake
+   * calls made before it. (A batch waiting for the end of the turn can otherwise meet the replies
+   * first: calls made in a `setImmediate` callback wait for the next turn's, after its I/O.)
+   */
+  #sendWaiting(name: string, group: Group<I, R>): void {
+    if (group.items.length > 0) this.#flush(name, group);
+  }
+
   /** The default schedule's first look, at the end of the microtasks: a lone call waits for the turn's end. */
   #flushOrWait(name: string, group: Group<I, R>): void {
     if (group.items.length === 1 && group.inFlight >= this.threshold) setImmediate(() => this.#flush(name, group));
@@ -131,6 +141,7 @@ export class Coalescer<I, R> {
     };
     return sent.then(
       (replies) => {
+        this.#sendWaiting(name, group);
         done();
         if (!Array.isArray(replies) || replies.length !== items.length) {
           throw new Error(`a coalesced call of ${items.length} answered ${JSON.stringify(replies)}`);
@@ -138,6 +149,7 @@ export class Coalescer<I, R> {
         return finish === undefined ? replies : finish(replies[0] as R, items[0] as I);
       },
       (error: unknown) => {
+        this.#sendWaiting(name, group);
         done();
         throw error;
       },
