@@ -101,13 +101,26 @@ describe("calls gathered in one turn on the Redis store", () => {
     const order: string[] = [];
     const evalsha = redis.evalsha.bind(redis) as (...args: unknown[]) => Promise<unknown>;
     (redis as unknown as { evalsha: unknown }).evalsha = (...args: unknown[]) => {
-      order.push(args[0] === scripts.semaphoreTake.sha ? `take ${String(args[2 + Number(args[1])])}` : args[0] === scripts.semaphoreAcquire.sha ? `full ${String(args[2 + Number(args[1])])}` : "other");
+      order.push(
+        args[0] === scripts.semaphoreTake.sha
+          ? `take ${String(args[2 + Number(args[1])])}`
+          : args[0] === scripts.semaphoreAcquire.sha
+            ? `full ${String(args[2 + Number(args[1])])}`
+            : "other",
+      );
       return evalsha(...args);
     };
     // One holder and one waiter: every fast take answers "waiters here" and goes on to the full script.
     const other = redisStore(redis);
     await other.semaphore.acquire({ storeKey: key, token: "h", limit: 1, weight: 1, leaseMs: 10_000 });
-    await other.semaphore.acquire({ storeKey: key, token: "w", limit: 1, weight: 1, leaseMs: 10_000, queue: { waiterLeaseMs: 10_000, maxQueue: 0 } });
+    await other.semaphore.acquire({
+      storeKey: key,
+      token: "w",
+      limit: 1,
+      weight: 1,
+      leaseMs: 10_000,
+      queue: { waiterLeaseMs: 10_000, maxQueue: 0 },
+    });
     order.length = 0;
     // Made in a setImmediate callback: the third call's end of the turn is the next turn's, after its
     // I/O. The callback then stays busy long enough (a generous 50 ms on localhost) for the first two

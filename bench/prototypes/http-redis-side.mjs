@@ -41,7 +41,15 @@ async function start(root, label, extra = {}) {
   for (const _ of modes) ports.push(await freePort());
   const child = spawn(process.execPath, ["--import", "tsx", "bench/http-server.ts"], {
     cwd: root,
-    env: { ...process.env, COUNT_CALLS: arg("count", "0"), ...extra, FRAMEWORK: "hono", MODES: modes.join(","), PORTS: ports.join(","), REDIS_URL: url },
+    env: {
+      ...process.env,
+      COUNT_CALLS: arg("count", "0"),
+      ...extra,
+      FRAMEWORK: "hono",
+      MODES: modes.join(","),
+      PORTS: ports.join(","),
+      REDIS_URL: url,
+    },
     stdio: ["ignore", "pipe", "inherit"],
   });
   await new Promise((resolve) => child.stdout.on("data", (d) => String(d).includes("listening") && resolve()));
@@ -63,7 +71,8 @@ async function redisSide() {
   const info = await redis.info("all");
   const cpu = Number(/used_cpu_user:([\d.]+)/.exec(info)[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)[1]);
   const calls = {};
-  for (const m of info.matchAll(/cmdstat_(\w+):calls=(\d+),usec=(\d+)/g)) calls[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
+  for (const m of info.matchAll(/cmdstat_(\w+):calls=(\d+),usec=(\d+)/g))
+    calls[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
   return { cpu, calls, syscalls: syscallsOf(Number(/process_id:(\d+)/.exec(info)[1])) };
 }
 
@@ -79,9 +88,19 @@ for (let round = 0; round < rounds; round++) {
   for (const mode of modes) {
     // The servers take turns going first: whatever favours a position in the round favours both alike.
     for (const s of round % 2 === 0 ? servers : [...servers].reverse()) {
-      const before = { sys: syscallsOf(s.child.pid), cpu: cpuOf(s.child.pid), self: process.cpuUsage(), redis: await redisSide() };
+      const before = {
+        sys: syscallsOf(s.child.pid),
+        cpu: cpuOf(s.child.pid),
+        self: process.cpuUsage(),
+        redis: await redisSide(),
+      };
       const result = await autocannon({ url: s.urls[mode], connections, duration: seconds });
-      const after = { sys: syscallsOf(s.child.pid), cpu: cpuOf(s.child.pid), self: process.cpuUsage(before.self), redis: await redisSide() };
+      const after = {
+        sys: syscallsOf(s.child.pid),
+        cpu: cpuOf(s.child.pid),
+        self: process.cpuUsage(before.self),
+        redis: await redisSide(),
+      };
       const n = result.requests.total;
       const evalsha = (after.redis.calls.evalsha?.calls ?? 0) - (before.redis.calls.evalsha?.calls ?? 0);
       const evalUsec = (after.redis.calls.evalsha?.usec ?? 0) - (before.redis.calls.evalsha?.usec ?? 0);
@@ -89,7 +108,7 @@ for (let round = 0; round < rounds; round++) {
         rps: result.requests.average,
         serverUs: ((after.cpu - before.cpu) / n) * 1e6,
         redisUs: ((after.redis.cpu - before.redis.cpu) / n) * 1e6,
-        loadUs: ((after.self.user + after.self.system) / n),
+        loadUs: (after.self.user + after.self.system) / n,
         callsPerReq: evalsha / n,
         serverSys: (after.sys - before.sys) / n,
         redisSys: (after.redis.syscalls - before.redis.syscalls) / n,
@@ -98,7 +117,9 @@ for (let round = 0; round < rounds; round++) {
         p99: result.latency.p99,
         non2xx: result.non2xx,
       };
-      (samples[s.label + mode] ??= []).push(row);
+      const name = s.label + mode;
+      if (samples[name] === undefined) samples[name] = [];
+      samples[name].push(row);
     }
   }
 }
@@ -111,7 +132,9 @@ await redis.quit();
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (x, d = 1) => x.toFixed(d);
-console.log("mode                 req/s   server µs/req  redis µs/req  load µs/req  evalsha/req  µs/evalsha  p50  p99  non2xx  server sys/req  redis sys/req");
+console.log(
+  "mode                 req/s   server µs/req  redis µs/req  load µs/req  evalsha/req  µs/evalsha  p50  p99  non2xx  server sys/req  redis sys/req",
+);
 for (const [name, rows] of Object.entries(samples)) {
   const m = (k) => median(rows.map((r) => r[k]));
   console.log(
