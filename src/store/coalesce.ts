@@ -89,10 +89,11 @@ export class Coalescer<I, R> {
    * Calls gathered and not yet sent go out before anything acts on a reply of their group: a reply
    * can start a follow-up call (the fast path's "take the full script"), which must not overtake
    * calls made before it. (A batch waiting for the end of the turn can otherwise meet the replies
-   * first: calls made in a `setImmediate` callback wait for the next turn's, after its I/O.)
+   * first: calls made in a `setImmediate` callback wait for the next turn's, after its I/O.) Only
+   * with the default schedule: a `later` of the caller's own keeps its batches as it schedules them.
    */
   #sendWaiting(name: string, group: Group<I, R>): void {
-    if (group.items.length > 0) this.#flush(name, group);
+    if (this.later === undefined && group.items.length > 0) this.#flush(name, group);
   }
 
   /** The default schedule's first look, at the end of the microtasks: a lone call waits for the turn's end. */
