@@ -73,6 +73,84 @@ describe("calls gathered in one turn on the Redis store", () => {
     await store.close();
     await redis.del(key);
   });
+
+  it("calls made one per callback in one turn (an HTTP server's requests), while two are out, go out together", async () => {
+    const { redis, sent, store, key } = await counted();
+    const take = (i: number) =>
+      store.semaphore.acquire({ storeKey: key, token: `t${i}`, limit: 100, weight: 1, leaseMs: 10_000 });
+    // Timers due together run in one timers phase, each callback followed by its microtasks, and no
+    // reply can be read in between: the two first calls are out while the five others are made.
+    const calls = await new Promise<Promise<unknown>[]>((resolve) => {
+      const made: Promise<unknown>[] = [];
+      setTimeout(() => made.push(take(0), take(1)), 0);
+      for (let i = 2; i < 7; i++) setTimeout(() => made.push(take(i)), 0);
+      setTimeout(() => resolve(made), 0);
+    });
+    const replies = (await Promise.all(calls)) as { acquired: boolean; fence?: unknown }[];
+    expect(sent).toEqual([1, 1, 5]);
+    expect(replies.every((reply) => reply.acquired)).toBe(true);
+    const fences = replies.map((reply) => Number(reply.fence));
+    expect(fences.every((fence, i) => i === 0 || fence > (fences[i - 1] as number))).toBe(true);
+    expect(await redis.zcount(key, 0, "+inf")).toBe(7);
+    await store.close();
+    await redis.del(key);
+  });
+
+  it("a call waiting for the end of the turn goes out before any follow-up of an earlier call's reply", async () => {
+    const { redis, store, key } = await counted();
+    const order: string[] = [];
+    const evalsha = redis.evalsha.bind(redis) as (...args: unknown[]) => Promise<unknown>;
+    (redis as unknown as { evalsha: unknown }).evalsha = (...args: unknown[]) => {
+      order.push(
+        args[0] === scripts.semaphoreTake.sha
+          ? `take ${String(args[2 + Number(args[1])])}`
+          : args[0] === scripts.semaphoreAcquire.sha
+            ? `full ${String(args[2 + Number(args[1])])}`
+            : "other",
+      );
+      return evalsha(...args);
+    };
+    // One holder and one waiter: every fast take answers "waiters here" and goes on to the full script.
+    const other = redisStore(redis);
+    await other.semaphore.acquire({ storeKey: key, token: "h", limit: 1, weight: 1, leaseMs: 10_000 });
+    await other.semaphore.acquire({
+      storeKey: key,
+      token: "w",
+      limit: 1,
+      weight: 1,
+      leaseMs: 10_000,
+      queue: { waiterLeaseMs: 10_000, maxQueue: 0 },
+    });
+    order.length = 0;
+    // Made in a setImmediate callback: the third call's end of the turn is the next turn's, after its
+    // I/O. The callback then stays busy long enough (a generous 50 ms on localhost) for the first two
+    // replies to be waiting when that I/O is read, as under load.
+    const calls = await new Promise<Promise<unknown>[]>((resolve) =>
+      setImmediate(() => {
+        const made = ["a", "b", "c"].map((token) =>
+          store.semaphore.acquire({ storeKey: key, token, limit: 1, weight: 1, leaseMs: 10_000 }),
+        );
+        const until = performance.now() + 50;
+        while (performance.now() < until) {}
+        resolve(made);
+      }),
+    );
+    await Promise.all(calls);
+    expect(order.slice(0, 3)).toEqual(["take a", "take b", "take c"]);
+    expect(order.filter((call) => call.startsWith("full"))).toEqual(["full a", "full b", "full c"]);
+    await store.close();
+    await other.close();
+    await redis.del(key, `${key}:q`, `${key}:w`);
+  });
+
+  it("a lone call while fewer than two are out goes at once, not at the end of the turn", async () => {
+    const { redis, sent, store, key } = await counted();
+    const first = store.semaphore.acquire({ storeKey: key, token: "t0", limit: 100, weight: 1, leaseMs: 10_000 });
+    expect(sent).toEqual([1]);
+    await first;
+    await store.close();
+    await redis.del(key);
+  });
 });
 
 /** The full releases' script calls (lua/semaphore-release.lua, six keys), as the leases each carries; `fail` rejects those of more than one. */

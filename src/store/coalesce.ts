@@ -40,16 +40,20 @@ export class Coalescer<I, R> {
   readonly #groups = new Map<string, Group<I, R>>();
 
   /**
-   * `later` schedules a batch's sending: by default at the end of the current microtasks, which
-   * gathers the calls made from one callback (a socket's replies). `setImmediate` gathers the calls
-   * of a whole turn of the event loop, timers' callbacks included (Node drains the microtasks after
-   * each timer's callback).
+   * `later` schedules a batch's sending. By default: at the end of the current microtasks, which
+   * gathers the calls made from one callback (a socket's replies), and a batch that is then still a
+   * single call waits for the end of the turn (`setImmediate`), gathering the calls that other
+   * callbacks of the same turn make: an HTTP server's requests each arrive in a socket callback of
+   * their own, so each of their acquires was a script call of its own (bench/README.md, "Item 6,
+   * fifth round"). It waits only while `threshold` calls of its group are out, whose round trip it
+   * would wait behind anyway. `setImmediate` alone gathers the calls of a whole turn of the event
+   * loop, timers' callbacks included (Node drains the microtasks after each timer's callback).
    */
   constructor(
     private readonly threshold: number,
     private readonly send: (group: string, items: I[]) => Promise<readonly R[]>,
     private readonly maxBatch = Number.POSITIVE_INFINITY,
-    private readonly later: (flush: () => void) => void = queueMicrotask,
+    private readonly later?: (flush: () => void) => void,
   ) {}
 
   /**
@@ -70,12 +74,32 @@ export class Coalescer<I, R> {
     }
     const current = group;
     return new Promise((resolve, reject) => {
-      if (current.items.length === 0) this.later(() => this.#flush(name, current));
+      if (current.items.length === 0) {
+        if (this.later !== undefined) this.later(() => this.#flush(name, current));
+        else queueMicrotask(() => this.#flushOrWait(name, current));
+      }
       current.items.push(item);
       current.waiting.push({ resolve, reject, finish });
       // The microtask queued for this batch then finds the next one (or none), and sends it early.
       if (current.items.length >= this.maxBatch) this.#flush(name, current);
     });
+  }
+
+  /**
+   * Calls gathered and not yet sent go out before anything acts on a reply of their group: a reply
+   * can start a follow-up call (the fast path's "take the full script"), which must not overtake
+   * calls made before it. (A batch waiting for the end of the turn can otherwise meet the replies
+   * first: calls made in a `setImmediate` callback wait for the next turn's, after its I/O.) Only
+   * with the default schedule: a `later` of the caller's own keeps its batches as it schedules them.
+   */
+  #sendWaiting(name: string, group: Group<I, R>): void {
+    if (this.later === undefined && group.items.length > 0) this.#flush(name, group);
+  }
+
+  /** The default schedule's first look, at the end of the microtasks: a lone call waits for the turn's end. */
+  #flushOrWait(name: string, group: Group<I, R>): void {
+    if (group.items.length === 1 && group.inFlight >= this.threshold) setImmediate(() => this.#flush(name, group));
+    else this.#flush(name, group);
   }
 
   #flush(name: string, group: Group<I, R>): void {
@@ -118,6 +142,7 @@ export class Coalescer<I, R> {
     };
     return sent.then(
       (replies) => {
+        this.#sendWaiting(name, group);
         done();
         if (!Array.isArray(replies) || replies.length !== items.length) {
           throw new Error(`a coalesced call of ${items.length} answered ${JSON.stringify(replies)}`);
@@ -125,6 +150,7 @@ export class Coalescer<I, R> {
         return finish === undefined ? replies : finish(replies[0] as R, items[0] as I);
       },
       (error: unknown) => {
+        this.#sendWaiting(name, group);
         done();
         throw error;
       },
