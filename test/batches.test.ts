@@ -192,12 +192,14 @@ describe("full releases gathered in one turn on an id with waiters", () => {
   });
 });
 
-/** The full acquires' script calls (lua/semaphore-acquire.lua), as the callers each carries (eight arguments each). */
-function countJoins(redis: Redis): number[] {
+/** The full acquires' script calls (lua/semaphore-acquire.lua), as the callers each carries (eight arguments each); `fail` rejects those of more than one. */
+function countJoins(redis: Redis, fail = false): number[] {
   const items: number[] = [];
   const evalsha = redis.evalsha.bind(redis) as (...args: unknown[]) => Promise<unknown>;
   (redis as unknown as { evalsha: unknown }).evalsha = (...args: unknown[]) => {
-    if (args[0] === scripts.semaphoreAcquire.sha) items.push((args.length - 2 - Number(args[1])) / 8);
+    const join = args[0] === scripts.semaphoreAcquire.sha;
+    if (join) items.push((args.length - 2 - Number(args[1])) / 8);
+    if (join && fail && items[items.length - 1] !== 1) return Promise.reject(new Error("connection lost (injected)"));
     return evalsha(...args);
   };
   return items;
@@ -258,5 +260,31 @@ describe("full acquires gathered on an id (the joins of callers that come back t
     expect(inspection.waiters.map((waiter) => waiter.token)).toEqual(["w0", "w1", "w2", "w3", "w4", "w5"]);
     await store.close();
     await redis.del(key, `${key}:m`, `${key}:q`, `${key}:qe`, `${key}:t`, `${key}:qt`);
+  });
+
+  it("a shared call that fails fails every caller in it, as StoreUnavailableError; nothing is left queued or held for them", async () => {
+    const prefix = uniquePrefix();
+    const ours = newRedis();
+    clients.push(ours);
+    await ours.ping();
+    const slots = semaphore({ client: ours, limit: 1, prefix });
+    const holder = await slots.acquire("k");
+    const sent = countJoins(ours, true);
+    const waits = [0, 1, 2].map(() => slots.acquire("k", { waitMs: 20_000 }));
+    const [first, ...others] = waits;
+    const rest = await Promise.allSettled(others);
+    expect(sent.slice(0, 2)).toEqual([1, 2]);
+    for (const outcome of rest) {
+      expect(outcome.status).toBe("rejected");
+      expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
+    }
+    // The first waited alone, and is granted the permit; the others' clean-up left nothing of theirs.
+    await holder?.release();
+    const lease = await first;
+    expect(lease).not.toBeNull();
+    await eventually(async () => (await slots.stats("k")).waiting === 0);
+    expect(await slots.stats("k")).toMatchObject({ used: 1, waiting: 0 });
+    await lease?.release();
+    expect(await slots.stats("k")).toMatchObject({ used: 0, waiting: 0 });
   });
 });
