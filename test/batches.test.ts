@@ -160,8 +160,8 @@ function countReleases(redis: Redis, fail = false): number[] {
   (redis as unknown as { evalsha: unknown }).evalsha = (...args: unknown[]) => {
     const keys = Number(args[1]);
     const rest = args.slice(2 + keys);
-    // Three arguments per lease, a token first (the full acquire sends eight, a refresh a number first).
-    const release = keys === 6 && rest.length % 3 === 0 && rest.length !== 0 && Number.isNaN(Number(rest[0]));
+    // Three arguments per lease.
+    const release = args[0] === scripts.semaphoreRelease.sha;
     if (release) items.push(rest.length / 3);
     if (release && fail && rest.length > 3) return Promise.reject(new Error("connection lost (injected)"));
     return evalsha(...args);
@@ -267,5 +267,102 @@ describe("full releases gathered in one turn on an id with waiters", () => {
     expect(granted.every((lease) => lease !== undefined)).toBe(true);
     await Promise.all(granted.map((lease) => lease?.release()));
     expect((await here.stats("k")).used).toBe(0);
+  });
+});
+
+/** The full acquires' script calls (lua/semaphore-acquire.lua), as the callers each carries (eight arguments each); `fail` rejects those of more than one. */
+function countJoins(redis: Redis, fail = false): number[] {
+  const items: number[] = [];
+  const evalsha = redis.evalsha.bind(redis) as (...args: unknown[]) => Promise<unknown>;
+  (redis as unknown as { evalsha: unknown }).evalsha = (...args: unknown[]) => {
+    const join = args[0] === scripts.semaphoreAcquire.sha;
+    if (join) items.push((args.length - 2 - Number(args[1])) / 8);
+    if (join && fail && items[items.length - 1] !== 1) return Promise.reject(new Error("connection lost (injected)"));
+    return evalsha(...args);
+  };
+  return items;
+}
+
+describe("full acquires gathered on an id (the joins of callers that come back together)", () => {
+  it("past the first, one call; each caller its own answer, as one call after another; one caller's failure is its own", async () => {
+    const redis = newRedis();
+    clients.push(redis);
+    await redis.ping();
+    const store = redisStore(redis);
+    const key = `{${uniquePrefix()}:k}`;
+    const queue = { waiterLeaseMs: 30_000, maxQueue: 0 };
+    const acquire = (token: string, options: { queue?: typeof queue; weight?: number } = { queue }) =>
+      store.semaphore.acquire({
+        storeKey: key,
+        token,
+        limit: 2,
+        weight: options.weight ?? 1,
+        leaseMs: 30_000,
+        queue: options.queue,
+      });
+    for (const token of ["h0", "h1"]) expect((await acquire(token)).acquired).toBe(true);
+    const sent = countJoins(redis);
+    const joined = await Promise.all(["w0", "w1", "w2", "w3", "w4"].map((token) => acquire(token)));
+    expect(sent).toEqual([1, 4]);
+    expect(joined.every((reply) => reply.queued === true && reply.retryAfterMs > 0)).toBe(true);
+    expect((await store.semaphore.inspect({ storeKey: key })).waiters.map((waiter) => waiter.token)).toEqual([
+      "w0",
+      "w1",
+      "w2",
+      "w3",
+      "w4",
+    ]);
+    // Another turn: a holder's re-sent acquire (a new fence), a newcomer refused by its queue's
+    // length, one failing fast, one whose arguments fail its step before any write (a waiter lease no store sends), one
+    // more waiter: each answered as its own call would be, in order.
+    const evalsha = redis.evalsha.bind(redis) as (...args: unknown[]) => Promise<unknown>;
+    (redis as unknown as { evalsha: unknown }).evalsha = (...args: unknown[]) =>
+      evalsha(...args.map((arg, i) => (i > 3 && args[i - 4] === "bad" ? "not a waiter lease" : arg)));
+    const answers = await Promise.allSettled([
+      acquire("h0"),
+      acquire("full", { queue: { waiterLeaseMs: 30_000, maxQueue: 3 } }),
+      acquire("fast", {}),
+      acquire("bad"),
+      acquire("w5"),
+    ]);
+    expect(sent).toEqual([1, 4, 1, 4]);
+    const [held, full, fast, bad, last] = answers.map((answer) => (answer.status === "fulfilled" ? answer.value : answer.reason));
+    expect(held).toMatchObject({ acquired: true });
+    expect(full).toMatchObject({ acquired: false, queueFull: true });
+    expect(fast).toMatchObject({ acquired: false });
+    expect(fast.queued).toBeUndefined();
+    expect(String(bad)).toContain("semaphore-acquire.lua: ERR");
+    expect(last).toMatchObject({ acquired: false, queued: true });
+    const inspection = await store.semaphore.inspect({ storeKey: key });
+    expect(inspection.holders.map((holder) => holder.token).sort()).toEqual(["h0", "h1"]);
+    expect(inspection.waiters.map((waiter) => waiter.token)).toEqual(["w0", "w1", "w2", "w3", "w4", "w5"]);
+    await store.close();
+    await redis.del(key, `${key}:m`, `${key}:q`, `${key}:qe`, `${key}:t`, `${key}:qt`);
+  });
+
+  it("a shared call that fails fails every caller in it, as StoreUnavailableError; nothing is left queued or held for them", async () => {
+    const prefix = uniquePrefix();
+    const ours = newRedis();
+    clients.push(ours);
+    await ours.ping();
+    const slots = semaphore({ client: ours, limit: 1, prefix });
+    const holder = await slots.acquire("k");
+    const sent = countJoins(ours, true);
+    const waits = [0, 1, 2].map(() => slots.acquire("k", { waitMs: 20_000 }));
+    const [first, ...others] = waits;
+    const rest = await Promise.allSettled(others);
+    expect(sent.slice(0, 2)).toEqual([1, 2]);
+    for (const outcome of rest) {
+      expect(outcome.status).toBe("rejected");
+      expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
+    }
+    // The first waited alone, and is granted the permit; the others' clean-up left nothing of theirs.
+    await holder?.release();
+    const lease = await first;
+    expect(lease).not.toBeNull();
+    await eventually(async () => (await slots.stats("k")).waiting === 0);
+    expect(await slots.stats("k")).toMatchObject({ used: 1, waiting: 0 });
+    await lease?.release();
+    expect(await slots.stats("k")).toMatchObject({ used: 0, waiting: 0 });
   });
 });

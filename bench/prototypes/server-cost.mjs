@@ -11,8 +11,9 @@
 // (semaphore().acquire / release, what `npm run bench` runs), `store` (redisStore's calls, with a
 // hold reported on every `--held-every`th release, 0: never), `scripts` (the two fast scripts by
 // EVALSHA, nothing around them), `floor` (./floor-scripts.mjs: the cheapest pair with the same
-// guarantees), `redis-semaphore` (its own acquire + release, for reference) and
-// `handoff` (the contended benchmark's hand-offs, `--batch` releases in one turn: see the driver).
+// guarantees), `redis-semaphore` (its own acquire + release, for reference),
+// `handoff` (the contended benchmark's hand-offs, `--batch` releases in one turn: see the driver), and
+// `handoff-floor` (the same through bench/prototypes/handoff-floor.mjs).
 // `--dist` points at another build (e.g. main's, built in a clean copy) to compare old and new.
 import { spawn } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
@@ -152,6 +153,25 @@ async function driver(redis) {
       waiters.push(...out);
     };
   }
+  if (layer === "handoff-floor") {
+    // The same steady state through bench/prototypes/handoff-floor.mjs (the cheapest hand-off found
+    // with the guarantees the benchmark exercises): `--batch` releases in one turn, each granting the
+    // head waiter (heard in the release's reply), then the releasers join again in one turn; a PING
+    // on the same connection answers once the joins have run. Per hand-off: perHandOff.
+    const floor = await import(pathToFileURL(join(here, "handoff-floor.mjs")).href);
+    const slots = floor.semaphore({ client: redis, limit: 16, prefix: `cost-floor${Date.now()}`, leaseMs: 600_000 });
+    const holders = await Promise.all(Array.from({ length: 16 }, () => slots.acquire("k", { waitMs: 600_000 })));
+    const waiters = Array.from({ length: 48 }, () => slots.acquire("k", { waitMs: 600_000 }));
+    await redis.ping();
+    return async () => {
+      const out = holders.splice(0, batch);
+      const released = await Promise.all(out.map((lease) => lease.release()));
+      if (!released.every((live) => live === true)) throw new Error("a release was not live");
+      holders.push(...(await Promise.all(waiters.splice(0, batch))));
+      for (let i = 0; i < batch; i++) waiters.push(slots.acquire("k", { waitMs: 600_000 }));
+      await redis.ping();
+    };
+  }
   if (layer === "scripts") {
     const { scripts } = await import(pathToFileURL(join(dist, "../store/lua.generated.js")).href);
     const take = await redis.script("LOAD", scripts.semaphoreTake.source);
@@ -187,7 +207,7 @@ async function driver(redis) {
 const once = await count(cycles);
 const twice = await count(2 * cycles);
 const per = Math.round((twice - once) / cycles);
-const perHandOff = layer === "handoff" ? Math.round(per / batch) : undefined;
+const perHandOff = layer.startsWith("handoff") ? Math.round(per / batch) : undefined;
 console.log(
   JSON.stringify({ layer, dist, cycles, batch, heldEvery, whole, instructions: [once, twice], perCycle: per, perHandOff }),
 );

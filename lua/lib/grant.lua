@@ -36,7 +36,7 @@ local function grant(now, self, selfLease, known)
     -- None left, or only parked tenants: all at their caps.
     if not turn[1] or tonumber(turn[2]) >= TURN_PARKED then break end
     local tenant, tag = turn[1], tonumber(turn[2])
-    local head = queue_head(tenant)
+    local head, behind = queue_head(tenant)
     local w, own, cap, ticket = queue_info(head)
     if tenant ~= '' and cap > 0 and tenant_used(tenant) + w > cap then
       redis.call('ZADD', turns, string.format('%.0f', tag + TURN_PARKED), tenant)
@@ -47,7 +47,7 @@ local function grant(now, self, selfLease, known)
       -- number handed to redis.call is printed with '%.17g', a multi-precision float print.
       local endsText = redis.call('ZSCORE', expiry, head)
       local ends = tonumber(endsText)
-      local lineLeft = queue_drop(head, ticket)
+      local lineLeft = queue_drop(head, ticket, behind)
       redis.call('HSET', meta, '~v', turn[2])
       if lineLeft then redis.call('ZADD', turns, string.format('%d', tag + 1), tenant) end
       local fence = fence_next()

@@ -24,9 +24,10 @@ local function queue_info(token)
   return tonumber(w) or 1, tonumber(l) or 1, tonumber(t) or 0, tonumber(n)
 end
 
--- Drops a waiter (`ticket`, when the caller has just read it: one HGET less). Returns whether its
--- tenant still has waiters, and so a turn (with turns; nil without).
-local function queue_drop(token, ticket)
+-- Drops a waiter (`ticket`, when the caller has just read it: one HGET less; `others`, true or
+-- false, when the caller has just read whether its tenant's line holds another: one ZLEXCOUNT less).
+-- Returns whether its tenant still has waiters, and so a turn (with turns; nil without).
+local function queue_drop(token, ticket, others)
   local at = string.find(token, '@', 1, true)
   local tenant = at and string.sub(token, at + 1) or ''
   if not ticket then ticket = select(4, queue_info(token)) end
@@ -43,8 +44,11 @@ local function queue_drop(token, ticket)
   redis.call('ZREM', expiry, token)
   redis.call('HDEL', meta, '?' .. token)
   if turns then
-    local from, to = queue_tenant(tenant)
-    if redis.call('ZLEXCOUNT', queue, from, to) == 0 then
+    if others == nil then
+      local from, to = queue_tenant(tenant)
+      others = redis.call('ZLEXCOUNT', queue, from, to) > 0
+    end
+    if not others then
       redis.call('ZREM', turns, tenant)
       return false
     end
@@ -60,12 +64,13 @@ local function queue_prune(now)
   for i = 1, #lapsed do queue_drop(lapsed[i]) end
 end
 
--- The token of a tenant's first waiter, or nil.
+-- The token of a tenant's first waiter, or nil; and whether another waits behind it (read in the
+-- same range: a grant's queue_drop then needs no count).
 local function queue_head(tenant)
   local from, to = queue_tenant(tenant)
-  local first = redis.call('ZRANGEBYLEX', queue, from, to, 'LIMIT', '0', '1')[1]
-  if first then return string.sub(first, #tenant + 18) end
-  return nil
+  local line = redis.call('ZRANGEBYLEX', queue, from, to, 'LIMIT', '0', '2')
+  if line[1] then return string.sub(line[1], #tenant + 18), line[2] ~= nil end
+  return nil, false
 end
 
 -- Joins at the end of its tenant's line; a tenant new to the queue takes the turn after the last

@@ -454,6 +454,38 @@ const burstCommands = [
       );
     }),
   ),
+  // Callers joining the queue together (as the callers whose releases one reply answered come back
+  // at once): past the first, one full acquire call (lua/semaphore-acquire.lua). Each queues, so that
+  // all take that path in the order made (a fail-fast call would take the fast path, in its own call).
+  burst.map((indexes) =>
+    command(`semaphore join burst ${indexes.join(",")}`, async (w) => {
+      const calls = indexes.map((i) => {
+        const c = w.caller(i);
+        return { c, token: w.semToken(i), queue: { waiterLeaseMs: c.waiterLeaseMs, maxQueue: c.maxQueue } };
+      });
+      await w.step(
+        `semaphore join burst ${calls.map(({ c, token, queue }) => `${token} (w${c.weight} limit ${c.limit} lease ${c.leaseMs} queue ${queue.waiterLeaseMs}/${queue.maxQueue})`).join(", ")}`,
+        (now) =>
+          calls.map(({ c, token, queue }) =>
+            w.sem.acquire(now, token, c.limit, c.weight, c.leaseMs, queue, undefined, tenantCall(c)),
+          ),
+        (s) =>
+          Promise.all(
+            calls.map(({ c, token, queue }) =>
+              s.semaphore.acquire({
+                storeKey: w.semKey,
+                token,
+                limit: c.limit,
+                weight: c.weight,
+                leaseMs: c.leaseMs,
+                queue,
+                tenant: tenantCall(c),
+              }),
+            ),
+          ),
+      );
+    }),
+  ),
   // A subset of the callers (a bit each), so that most bursts release several leases: on an id with
   // waiters, past the first two they go in one full release call (lua/semaphore-release.lua).
   fc
@@ -639,7 +671,7 @@ function sequences(commands: fc.Arbitrary<Command>[], runs: number, withRedis = 
 const [semAcquire, semRelease, semExtend, semLeave, semRefresh] = semaphoreCommands as fc.Arbitrary<Command>[];
 const [lockAcquire, lockRelease, lockExtend, lockLeave, lockRefresh] = lockCommands as fc.Arbitrary<Command>[];
 const advance = clockCommands[0] as fc.Arbitrary<Command>;
-const [acquireBurst, releaseBurst, extendBurst] = burstCommands as fc.Arbitrary<Command>[];
+const [acquireBurst, joinBurst, releaseBurst, extendBurst] = burstCommands as fc.Arbitrary<Command>[];
 
 describe("model-based: both stores against the reference model", () => {
   it(`semaphores: every answer, state, limit and expiry agrees (${RUNS} sequences)`, async () => {
@@ -656,6 +688,7 @@ describe("model-based: both stores against the reference model", () => {
         semRefresh,
         semRefresh,
         acquireBurst,
+        joinBurst,
         releaseBurst,
         releaseBurst,
         extendBurst,
@@ -680,6 +713,7 @@ describe("model-based: both stores against the reference model", () => {
         semLeave,
         semRefresh,
         acquireBurst,
+        joinBurst,
         releaseBurst,
         advance,
         advance,
@@ -692,9 +726,19 @@ describe("model-based: both stores against the reference model", () => {
 
   it(`release bursts on an id with waiters: one full release call, the outcome of one release after another (${Math.ceil(RUNS / 3)} sequences)`, async () => {
     await sequences(
-      [semAcquire, semAcquire, semAcquire, acquireBurst, releaseBurst, releaseBurst, releaseBurst, semRefresh, advance].map(
-        (command) => command as fc.Arbitrary<Command>,
-      ),
+      [
+        semAcquire,
+        semAcquire,
+        semAcquire,
+        acquireBurst,
+        joinBurst,
+        joinBurst,
+        releaseBurst,
+        releaseBurst,
+        releaseBurst,
+        semRefresh,
+        advance,
+      ].map((command) => command as fc.Arbitrary<Command>),
       Math.ceil(RUNS / 3),
       true,
       fc.oneof(queuedCallerArbitrary, cappedCallerArbitrary),

@@ -81,6 +81,26 @@ export function releasedReplies(
 }
 
 /**
+ * A full acquire's reply for `count` callers (lua/semaphore-acquire.lua): per caller `{status, ms,
+ * fence or hold}`, or `{"ERR <message>", 0, 0}` when that caller's step failed; then whether the id
+ * keeps waiters. Answers each caller's part in the form of one caller's reply (`{status, ms,
+ * marked, fence}`, see acquireReply) or its error's text.
+ */
+export function joinedReplies(reply: unknown, count: number, script: Script): { replies: unknown[]; marked: boolean } {
+  if (Array.isArray(reply) && reply.length === count * 3 + 1 && (reply[count * 3] === 0 || reply[count * 3] === 1)) {
+    const marked = reply[count * 3] as number;
+    const replies: unknown[] = [];
+    for (let i = 0; i < count * 3; i += 3) {
+      const status = reply[i];
+      if (typeof status === "string" && status.startsWith("ERR ")) replies.push(status);
+      else replies.push([status, reply[i + 1], marked, reply[i + 2]]);
+    }
+    return { replies, marked: marked === 1 };
+  }
+  throw unexpected(reply, script);
+}
+
+/**
  * A take's answer per call: 0 and the fence when held; positive ms (refused)
  * or negative ms (refused for the tenant's cap) and the id's typical hold (0:
  * none). Undefined: take the full path.

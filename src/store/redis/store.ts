@@ -10,6 +10,7 @@ import {
   flag,
   heldArgument,
   inspection,
+  joinedReplies,
   refreshed,
   releasedReplies,
   type TakeAnswer,
@@ -58,6 +59,12 @@ const MAX_RELEASES = 16;
  * Only on an id where two full releases are already out: a lone release goes at once.
  */
 const gatherReleases = (flush: () => void): void => void setImmediate(flush);
+/**
+ * Full acquires on one id gathered into one call (lua/semaphore-acquire.lua takes several) while
+ * this many are out, until the end of the microtasks: on a contended id, the callers whose
+ * releases one reply answered join again together (bench/README.md, "Contended hand-off, fifth round").
+ */
+const JOINS_FROM = 1;
 const keysOf = (kind: Kind, key: string): string[] => (kind === "semaphore" ? semaphoreKeys(key) : lockKeys(key));
 
 /** The Store over Redis: the fast paths in ./fast.ts, the full scripts here, grants in ./watch.ts. */
@@ -76,6 +83,8 @@ export class RedisLeaseStore extends GroupedStore implements Store {
   private readonly announcements: Announcements;
   /** Full releases of one turn on one id, sent as one call (lua/semaphore-release.lua takes several). */
   private readonly releases: Coalescer<calls.SemaphoreReleaseCall, number | string>;
+  /** Full acquires of one id issued together (their arguments), sent as one call. */
+  private readonly joins: Coalescer<(string | number)[], unknown>;
 
   constructor(
     readonly client: RedisClient,
@@ -96,6 +105,7 @@ export class RedisLeaseStore extends GroupedStore implements Store {
     this.fast = new FastPaths(table, (script, keys, args) => this.run(script, keys, args));
     this.announcements = new Announcements(this.calls, timeoutMs, waiterLeaseMs);
     this.releases = new Coalescer(RELEASES_FROM, (key, leases) => this.#releaseAll(key, leases), MAX_RELEASES, gatherReleases);
+    this.joins = new Coalescer(JOINS_FROM, (key, callers) => this.#acquireAll(key, callers), MAX_RELEASES);
     // Bound to the store, as the memory store binds its methods: a wrapper made with
     // Object.create(store) closes the store itself (the groups, closures over it, then refuse every
     // call), and a spread of the store keeps both.
@@ -148,10 +158,13 @@ export class RedisLeaseStore extends GroupedStore implements Store {
   readonly #returned = (returned: number | undefined, lease: calls.SemaphoreReleaseCall): boolean | Promise<boolean> =>
     returned === undefined ? this.#fullRelease(lease) : returned === 1;
 
-  /** The full acquire: waiting, tenants' turns, waiters ahead. */
+  /**
+   * The full acquire: waiting, tenants' turns, waiters ahead. Its arguments are taken now (the
+   * caller may change its object once the call returns); gathered with the others of the same
+   * microtasks on this id while one is out (the joins of callers whose releases one reply answered).
+   */
   #fullAcquire(call: calls.SemaphoreAcquireCall): Promise<AcquireReply> {
-    const { storeKey: key, token, limit, weight, leaseMs, queue, tenant } = call;
-    const script = this.scripts.semaphoreAcquire;
+    const { token, limit, weight, leaseMs, queue, tenant } = call;
     const args = [
       token,
       limit,
@@ -162,10 +175,28 @@ export class RedisLeaseStore extends GroupedStore implements Store {
       tenant?.limit ?? 0,
       tenant?.maxQueue ?? 0,
     ];
-    return this.run(script, semaphoreKeys(key), args).then((raw) => {
-      const reply = acquireReply(raw, script, 4);
-      this.fast.contention(key, (raw as unknown[])[2] === 1);
-      return reply;
+    return this.joins.call(call.storeKey, args, this.#joined);
+  }
+
+  /** A caller's part of a full acquire's reply (`{status, ms, marked, fence}`), or its error alone. */
+  readonly #joined = (raw: unknown): AcquireReply => {
+    const script = this.scripts.semaphoreAcquire;
+    if (typeof raw === "string") throw new Error(`${script.name}: ${raw}`);
+    return acquireReply(raw, script, 4);
+  };
+
+  /** One script call for the full acquires of `key` gathered together; per caller, its reply. */
+  #acquireAll(key: string, callers: (string | number)[][]): Promise<unknown[]> {
+    const script = this.scripts.semaphoreAcquire;
+    const one = callers.length === 1 ? callers[0] : undefined;
+    return this.run(script, semaphoreKeys(key), one ?? callers.flat()).then((reply) => {
+      if (one !== undefined) {
+        this.fast.contention(key, Array.isArray(reply) && reply[2] === 1);
+        return [reply];
+      }
+      const { replies, marked } = joinedReplies(reply, callers.length, script);
+      this.fast.contention(key, marked);
+      return replies;
     });
   }
 
