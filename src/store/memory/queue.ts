@@ -26,8 +26,12 @@ export interface Waiter {
 /** A waiter of the process the store lives in: a freed permit goes straight to it. */
 export interface LocalWaiter {
   leaseMs: number;
-  /** Called (synchronously, from the call that freed the permit) with the grant's time and fence; it must only resolve a promise. */
-  onGrant(at: number, fence: number): void;
+  /**
+   * Called (synchronously, from the call that freed the permit) with the
+   * grant's time, fence and the holder's record (to hand back on release and
+   * extend: `LocalReply.held`; a lock has none); it must only resolve a promise.
+   */
+  onGrant(at: number, fence: number, held?: object): void;
   /** Called when the store closes while it waits (nothing will free a permit for it any more); it must only reject a promise. */
   onClose(error: Error): void;
 }

@@ -12,6 +12,7 @@ import type { IdState, Primitive } from "./state.js";
  * only if it was still live (lua/*-release.lua). `heldMs`, how long it was
  * held, is folded into the id's typical hold. Without waiters the id is not
  * settled: its timer stands, and the release stays the cheapest call.
+ * `held`: the engine's record of the lease (`LocalReply.held`), if any.
  */
 export function release<State extends IdState>(
   primitive: Primitive<State>,
@@ -19,8 +20,9 @@ export function release<State extends IdState>(
   token: string,
   now: number,
   heldMs?: number,
+  held?: unknown,
 ): boolean {
-  const ends = primitive.remove(state, token, now);
+  const ends = primitive.remove(state, token, now, held);
   const live = ends !== undefined && ends > now;
   if (live && heldMs !== undefined && heldMs >= 0) holdAdd(state, now, ends, heldMs);
   primitive.lapse(state, now);
