@@ -28,7 +28,7 @@ export function grant(state: SemaphoreState, now: number, self?: string, selfLea
       if (queue.lineSize === 0) break;
       waiter = queue.line[queue.head] as Waiter;
       if (state.used + waiter.weight > Math.min(waiter.limit, state.idLimit)) break;
-      queueDrop(queue, waiter.token);
+      queueDrop(queue, waiter);
       lineServed(queue);
     } else {
       const turn = queue.turns.first();
@@ -40,7 +40,7 @@ export function grant(state: SemaphoreState, now: number, self?: string, selfLea
         continue;
       }
       if (state.used + waiter.weight > Math.min(waiter.limit, state.idLimit)) break;
-      queueDrop(queue, waiter.token);
+      queueDrop(queue, waiter);
       queueServed(queue, tenant, tag);
     }
     const { token, tenant } = waiter;

@@ -5,20 +5,19 @@ import { fenceNext } from "./fence.js";
 import { grant } from "./grant.js";
 import { holdRead } from "./hold.js";
 import {
+  type Holder,
   holdersAdd,
-  holdersFind,
   holdersNext,
-  holdersOwn,
   holdersPrune,
   holdersRemove,
   holdersTouch,
-  type Holder,
   type SemaphoreState,
   tenantUsed,
 } from "./holders.js";
 import type { LocalReply } from "./local.js";
 import { type LocalJoin, queueDrop, queueInspect, queueJoin, queuePrune, queueTouch, queueWaiter } from "./queue.js";
 import { settle } from "./settle.js";
+import { Slots } from "./slots.js";
 import { type Env, type IdState, idState, type Primitive } from "./state.js";
 
 // A semaphore's steps, as lua/semaphore-*.lua take them.
@@ -29,11 +28,11 @@ export const semaphorePrimitive: Primitive<SemaphoreState> = {
     grant(state, now);
   },
   next: (state, now) => holdersNext(state, now),
-  latest: (state) => latestOf(state.holders),
+  latest: (state) => latestOf(state.holders.entries),
   // A held one gets a new fence, as a claim would (lua/semaphore-refresh-waiters.lua).
-  heldFence: (state, token) => (holdersFind(state, token) !== undefined ? fenceNext(state) : undefined),
+  heldFence: (state, token) => (state.holders.find(token) !== undefined ? fenceNext(state) : undefined),
   remove: (state, token, _now, held) => {
-    const holder = holdersOwn(state, token, held);
+    const holder = state.holders.own(token, held);
     if (holder === undefined) return undefined;
     holdersRemove(state, holder);
     return holder.expiresAt;
@@ -44,8 +43,7 @@ export const semaphorePrimitive: Primitive<SemaphoreState> = {
 export function semaphoreState(ids: Map<string, IdState>, env: Env, key: string): SemaphoreState {
   return idState(ids, env, key, (base) => ({
     ...base,
-    holders: [],
-    byToken: undefined,
+    holders: new Slots<Holder>(),
     selfHeld: undefined,
     used: 0,
     tenantUsed: new Map(),
@@ -84,13 +82,13 @@ export function semaphoreAcquire(
     grant(state, now);
   }
   if (fresh === undefined) {
-    const held = holdersFind(state, token);
+    const held = state.holders.find(token);
     if (held !== undefined) {
       // A re-sent acquire, or a waiter claiming its grant: refresh, never count twice (a new fence).
       holdersTouch(state, held, now + leaseMs);
       return settled(state, heldReply(fenceNext(state, now), held), now);
     }
-    const waiter = state.queue.waiters.get(token);
+    const waiter = state.queue.waiters.find(token);
     if (waiter !== undefined) {
       queueTouch(state.queue, waiter, now + (queue?.waiterLeaseMs ?? 0));
       return settled(state, { acquired: false, queued: true, retryAfterMs: holdersNext(state, now) }, now);
@@ -117,7 +115,8 @@ export function semaphoreAcquire(
   }
   // Join (failing fast, only to see whether its turn is now), then grant in turn.
   const ends = queue !== undefined ? now + queue.waiterLeaseMs : now + 1;
-  queueJoin(state.queue, token, queueWaiter(token, tenant, weight, limit, tenantLimit, ends, local));
+  const waiter = queueWaiter(token, tenant, weight, limit, tenantLimit, ends, local);
+  queueJoin(state.queue, token, waiter);
   state.idLimit = limit;
   const fence = grant(state, now, token, leaseMs);
   if (fence !== undefined) {
@@ -126,7 +125,7 @@ export function semaphoreAcquire(
     return settled(state, heldReply(fence, holder), now);
   }
   if (queueing) return settled(state, { acquired: false, queued: true, retryAfterMs: holdersNext(state, now) }, now);
-  queueDrop(state.queue, token);
+  queueDrop(state.queue, waiter);
   if (!fitsTenant)
     return settled(state, { acquired: false, tenantFull: true, retryAfterMs: holdersNext(state, now, tenant) }, now);
   return settled(state, { acquired: false, retryAfterMs: holdersNext(state, now) }, now);
@@ -145,7 +144,7 @@ function settled(state: SemaphoreState, reply: AcquireReply, now: number): Acqui
 
 /** Pushes a live lease's end to now + `leaseMs`; false unless it holds one (lua/semaphore-extend.lua). */
 export function semaphoreExtend(state: SemaphoreState, token: string, leaseMs: number, now: number, handle?: unknown): boolean {
-  const held = holdersOwn(state, token, handle);
+  const held = state.holders.own(token, handle);
   if (held === undefined || held.expiresAt <= now) return false;
   // An extend may shorten a lease below the recorded earliest expiry.
   holdersTouch(state, held, now + leaseMs);
@@ -159,14 +158,14 @@ export function semaphoreStats(state: SemaphoreState | undefined, now: number, t
   let holders = 0;
   let waiting = 0;
   const tenants = new Set<string>();
-  for (const holder of state?.holders ?? []) {
+  for (const holder of state?.holders.entries ?? []) {
     if (holder.expiresAt <= now) continue;
     if (holder.tenant !== "") tenants.add(holder.tenant);
     if (tenant !== undefined && holder.tenant !== tenant) continue;
     used += holder.weight;
     holders++;
   }
-  for (const waiter of state?.queue.waiters.values() ?? []) {
+  for (const waiter of state?.queue.waiters.entries ?? []) {
     if (waiter.expiresAt <= now) continue;
     if (waiter.tenant !== "") tenants.add(waiter.tenant);
     if (tenant === undefined || waiter.tenant === tenant) waiting++;
@@ -178,7 +177,7 @@ export function semaphoreStats(state: SemaphoreState | undefined, now: number, t
 export function semaphoreInspect(state: SemaphoreState | undefined, now: number): Inspection {
   if (state === undefined) return { holders: [], waiters: [] };
   return {
-    holders: state.holders
+    holders: state.holders.entries
       .filter((holder) => holder.expiresAt > now)
       .map(({ token, weight, expiresAt }) => ({ token, weight, expiresInMs: Math.ceil(expiresAt - now) })),
     waiters: queueInspect(state.queue, now),

@@ -1,6 +1,6 @@
 import type { WaiterRefresh } from "../types.js";
 import { holdAdd } from "./hold.js";
-import { queueDrop, queuePrune, queueRefresh } from "./queue.js";
+import { queueLeave, queuePrune, queueRefresh } from "./queue.js";
 import { settle } from "./settle.js";
 import type { IdState, Primitive } from "./state.js";
 
@@ -37,7 +37,7 @@ export function release<State extends IdState>(
 /** A caller gives up its lease or its place in the queue, whichever it has (lua/*-leave.lua). */
 export function leave<State extends IdState>(primitive: Primitive<State>, state: State, token: string, now: number): void {
   primitive.remove(state, token, now);
-  queueDrop(state.queue, token);
+  queueLeave(state.queue, token);
   settleNow(primitive, state, now);
 }
 
@@ -75,7 +75,7 @@ export function refreshWaiters<State extends IdState>(
   const fences: number[] = [];
   for (const token of tokens) {
     const fence = primitive.heldFence(state, token);
-    statuses.push(fence !== undefined ? "held" : state.queue.waiters.has(token) ? "waiting" : "gone");
+    statuses.push(fence !== undefined ? "held" : state.queue.waiters.find(token) !== undefined ? "waiting" : "gone");
     fences.push(fence ?? 0);
   }
   settle(primitive, state);

@@ -67,7 +67,7 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
       for (const state of [...this.#semaphores.values(), ...this.#locks.values()]) {
         if (state.cleanup !== undefined) this.clock.clearTimeout(state.cleanup);
         state.cleanup = undefined;
-        for (const waiter of state.queue.waiters.values()) if (waiter.local !== undefined) waiting.push(waiter.local);
+        for (const waiter of state.queue.waiters.entries) if (waiter.local !== undefined) waiting.push(waiter.local);
       }
       this.#semaphores.clear();
       this.#locks.clear();
