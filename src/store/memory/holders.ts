@@ -47,9 +47,9 @@ export function holdersTouch(state: SemaphoreState, holder: Holder, expiresAt: n
   if (expiresAt < state.earliest) state.earliest = expiresAt;
 }
 
-/** Takes a present holder away. */
+/** Takes a holder away (one already gone counts nothing twice). */
 export function holdersRemove(state: SemaphoreState, holder: Holder): void {
-  state.holders.remove(holder);
+  if (!state.holders.remove(holder)) return;
   state.used -= holder.weight;
   if (holder.tenant !== "") {
     const left = (state.tenantUsed.get(holder.tenant) ?? 0) - holder.weight;

@@ -125,8 +125,9 @@ export function queueLeave(queue: Queue, token: string): void {
   if (waiter !== undefined) queueDrop(queue, waiter);
 }
 
-/** A waiter present leaves the room. */
+/** A waiter leaves the room (one that already left is left alone). */
 export function queueDrop(queue: Queue, waiter: Waiter): void {
+  if (!waiter.queued) return;
   queue.waiters.remove(waiter);
   waiter.queued = false;
   if (waiter.tenant === "") {

@@ -44,9 +44,10 @@ export class Slots<Entry extends Slotted> {
     return entry;
   }
 
-  /** Removes a present entry. */
-  remove(entry: Entry): void {
+  /** Removes an entry; false for one not here (or no longer), left alone. */
+  remove(entry: Entry): boolean {
     const entries = this.entries;
+    if (entries[entry.slot] !== entry) return false;
     const last = entries.pop() as Entry;
     if (last !== entry) {
       entries[entry.slot] = last;
@@ -57,6 +58,7 @@ export class Slots<Entry extends Slotted> {
       if (entries.length === 0) this.#byToken = undefined;
       else this.#byToken.delete(entry.token);
     }
+    return true;
   }
 
   /** `token`'s entry, looked up by token alone. */
