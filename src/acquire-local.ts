@@ -39,7 +39,7 @@ function waitLocally(
 ): Acquired | Refused | Promise<Acquired | Refused> {
   const wait = new LocalWait(store, settings, call, token, startedAt);
   const reply = store.waitNow(call.kind, call.storeKey, token, call.limit, call.weight, wait, call.tenant, now);
-  if (reply.acquired) return acquired(store, token, reply.fence as number, now, startedAt, now - startedAt);
+  if (reply.acquired) return acquired(store, token, reply.fence as number, now, startedAt, now - startedAt, reply.held);
   if (reply.queued !== true) return refused(call, reply, reply.queueFull === true ? "queue-full" : why(reply), startedAt);
   return wait.queued(reply, now);
 }
@@ -65,7 +65,7 @@ async function spinLocally(
       call.tenant,
       count === 0 ? sentAt : undefined,
     );
-    if (reply.acquired) return acquired(store, token, reply.fence as number, sentAt, startedAt);
+    if (reply.acquired) return acquired(store, token, reply.fence as number, sentAt, startedAt, undefined, reply.held);
     if (count >= settings.retries) return refused(call, reply, why(reply), startedAt);
     if (settings.retryDelayMs > 0) await pauseUnlessAborted(settings.retryDelayMs, settings.signal);
     settings.signal?.throwIfAborted();
@@ -124,9 +124,9 @@ class LocalWait implements LocalJoin {
   }
 
   /** Granted (called by the store, from the call that freed the permit): only resolves. */
-  onGrant(at: number, fence: number): void {
+  onGrant(at: number, fence: number, held?: object): void {
     // Waited until the grant (`at`, the freeing call's time): no clock read of its own.
-    if (this.#end()) this.#resolve(acquired(this.store, this.token, fence, at, this.startedAt, at - this.startedAt));
+    if (this.#end()) this.#resolve(acquired(this.store, this.token, fence, at, this.startedAt, at - this.startedAt, held));
   }
 
   /** The store closed while waiting: only rejects. */

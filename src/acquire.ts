@@ -52,7 +52,7 @@ function acquireFrom(
   if (settings.waitMs > 0 || settings.retries > 0) return acquireLocally(store, settings, call, token, startedAt, now);
   const reply = store.takeNow(call.kind, call.storeKey, token, call.limit, call.weight, call.leaseMs, call.tenant, now);
   return reply.acquired
-    ? acquired(store, token, reply.fence as number, now, startedAt, now - startedAt)
+    ? acquired(store, token, reply.fence as number, now, startedAt, now - startedAt, reply.held)
     : refused(call, reply, why(reply), startedAt);
 }
 

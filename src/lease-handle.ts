@@ -43,6 +43,8 @@ export class LeaseHandle implements Lease {
   #onLose: ((error: Error) => void)[] | undefined;
   /** The call that took it: its store calls, and the error that names its loss. */
   readonly #call: LeaseCall;
+  /** The embedded store's record of it (`LocalReply.held`): handed back so the store need not look the token up. */
+  readonly #held: object | undefined;
   /** When the lease was had (its acquire's send time, or the hand-off), for the released event and the id's typical hold. */
   readonly heldSince: number;
   #released = false;
@@ -82,6 +84,7 @@ export class LeaseHandle implements Lease {
   /** `had.until`: a grant handed off without a claim, reserved until then at least (see hand-off.ts). */
   constructor(call: LeaseCall, had: Acquired) {
     this.#call = call;
+    this.#held = had.held;
     this.key = call.id;
     this.token = had.token;
     this.fence = had.fence;
@@ -115,7 +118,7 @@ export class LeaseHandle implements Lease {
     let ours: boolean;
     try {
       ours = isMemoryStore(store)
-        ? store.extendNow(this.#call.kind, this.#call.storeKey, this.token, ms)
+        ? store.extendNow(this.#call.kind, this.#call.storeKey, this.token, ms, this.#held)
         : await bounded(
             store,
             "extend",
@@ -174,7 +177,7 @@ export class LeaseHandle implements Lease {
       // reading serves the hold report and the store.
       const now = at ?? performance.now();
       const { kind, storeKey } = this.#call;
-      const ours = this.#answered(store.releaseNow(kind, storeKey, this.token, this.#heldMs(now), now));
+      const ours = this.#answered(store.releaseNow(kind, storeKey, this.token, this.#heldMs(now), now, this.#held));
       this.#releasing = ours ? RELEASED : NOT_OURS;
       return ours;
     }

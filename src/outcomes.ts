@@ -21,6 +21,8 @@ export type Acquired = {
   sentAt: number;
   waitedMs: number;
   until?: number;
+  /** The embedded store's record of the lease (`LocalReply.held`), handed back on release and extend. */
+  held: object | undefined;
 };
 
 /**
@@ -50,7 +52,7 @@ export const why = (reply: AcquireReply): RefusalReason => (reply.tenantFull ===
 
 // Every outcome leaves through one of these two; a refusal is published here, a lease by `publishAcquired`
 // once the engine has it (a local waiter's grant is made inside the store's call, where nothing may be published).
-/** `fence`: the grant's (a store's reply, or a grant heard while waiting). */
+/** `fence`: the grant's (a store's reply, or a grant heard while waiting); `held`: the embedded store's record. */
 export function acquired(
   store: Store,
   token: string,
@@ -58,8 +60,9 @@ export function acquired(
   sentAt: number,
   startedAt: number,
   waitedMs = performance.now() - startedAt,
+  held?: object,
 ): Acquired {
-  return { acquired: true, store, token, fence, sentAt, waitedMs };
+  return { acquired: true, store, token, fence, sentAt, waitedMs, held };
 }
 
 /** Publishes a lease had (see {@link acquired}). */

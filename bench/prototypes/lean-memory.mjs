@@ -11,10 +11,12 @@
 // (checked lazily, when the set is full: no timer per lease), release() answering false once the lease
 // lapsed, a lazily made abort signal that fires on loss, FIFO waiters with waitMs, a freed permit handed
 // straight to the next waiter, and `run` renewing its lease (one shared timer per semaphore, not one per
-// lease). Not kept: fences, tenants, the typical hold, events, close(), option validation.
+// lease). Not kept: fences, tenants, the typical hold, events, close(), option validation. The "full"
+// subjects (lean-full.mjs) add fences, tenant turns, abort and close() listeners, leasehold's token format.
 import { randomFillSync } from "node:crypto";
 import { Sema } from "async-sema";
 import pLimit from "p-limit";
+import { FullSemaphore } from "./lean-full.mjs";
 
 // LEASEHOLD=/path/to/another/dist/esm/src/index.js compares another build (e.g. main's) with the same loop.
 const { memoryStore, semaphore } = await import(process.env.LEASEHOLD ?? "../../dist/esm/src/index.js");
@@ -201,6 +203,8 @@ function subjects() {
   const queued = semaphore({ client: memoryStore(), limit: 16, waitMs: 60_000 });
   const lean = new LeanSemaphore(loops, 60_000);
   const lean16 = new LeanSemaphore(16, 60_000);
+  const full = new FullSemaphore(loops, 60_000);
+  const full16 = new FullSemaphore(16, 60_000);
   const limit = pLimit(loops);
   const limit16 = pLimit(16);
   const sema = new Sema(loops);
@@ -217,6 +221,12 @@ function subjects() {
       await lease?.release();
     },
     "lean run": () => lean.run(task),
+    "full acquire+release": async () => {
+      const lease = await full.acquire();
+      await task();
+      await lease?.release();
+    },
+    "full run": () => full.run(task),
     "leasehold acquire+release": async () => {
       const lease = await slots.acquire("k");
       await task();
@@ -225,16 +235,20 @@ function subjects() {
     "leasehold run": () => slots.run("k", task),
     "p-limit, limit 16": () => limit16(task),
     "lean, limit 16, queueing run": () => lean16.run(task, 60_000),
+    "full, limit 16, queueing run": () => full16.run(task, 60_000),
     "leasehold, limit 16, queueing run": () => queued.run("k", task),
   };
 }
+
+// Concurrent callers of each subject (WORKERS=8 or 1 with the limit 16 subjects: a permit always free).
+const workers = Number(process.env.WORKERS ?? loops);
 
 // Tasks per CPU-second of the process, as bench/run.ts counts them.
 async function timeLoop(once, count) {
   let left = count;
   const started = process.cpuUsage();
   await Promise.all(
-    Array.from({ length: loops }, async () => {
+    Array.from({ length: workers }, async () => {
       while (left-- > 0) await once();
     }),
   );

@@ -127,6 +127,17 @@ class World {
 
   /** Grants the memory store told its own process's waiters, per kind. */
   readonly told: { sem: Told[]; lock: Told[] } = { sem: [], lock: [] };
+  /**
+   * The memory store's records of its own process's semaphore leases
+   * (`LocalReply.held`, or the grant's), by token: handed back on release and
+   * extend, as the engine does, while Redis answers by token.
+   */
+  readonly held = new Map<string, object>();
+
+  /** What the memory store answers `releaseNow` / `extendNow` with `token`'s record, or undefined without one. */
+  heldBy(s: Storekeeper, token: string): object | undefined {
+    return s === this.memory ? this.held.get(token) : undefined;
+  }
 
   /** `withRedis: false`: the memory store alone (for what only it has: waiters of its own process). */
   constructor(
@@ -387,7 +398,11 @@ const semaphoreCommands = [
       await w.step(
         `semaphore release ${token} held ${heldMs}`,
         (now) => w.sem.release(now, token, heldMs),
-        (s) => s.semaphore.release({ storeKey: w.semKey, token, weight, heldMs }),
+        async (s) => {
+          const held = w.heldBy(s, token);
+          if (held === undefined) return s.semaphore.release({ storeKey: w.semKey, token, weight, heldMs });
+          return (s as LocalStore).releaseNow("semaphore", w.semKey, token, heldMs, undefined, held);
+        },
       );
       w.retire("sem", i);
     }),
@@ -398,7 +413,12 @@ const semaphoreCommands = [
       await w.step(
         `semaphore extend ${token} ${ms}`,
         (now) => w.sem.extend(now, token, ms),
-        (s) => s.semaphore.extend({ storeKey: w.semKey, token, leaseMs: ms, weight: w.caller(i).weight }),
+        async (s) => {
+          const held = w.heldBy(s, token);
+          if (held === undefined)
+            return s.semaphore.extend({ storeKey: w.semKey, token, leaseMs: ms, weight: w.caller(i).weight });
+          return (s as LocalStore).extendNow("semaphore", w.semKey, token, ms, held);
+        },
       );
     }),
   ),
@@ -538,8 +558,8 @@ const localCommands = [
         `semaphore wait locally ${token} (w${c.weight} limit ${c.limit} lease ${c.leaseMs} wait ${waitMs} max ${maxQueue})`,
         (now) =>
           w.sem.acquire(now, token, c.limit, c.weight, c.leaseMs, undefined, { until: now + waitMs, maxQueue }, tenantCall(c)),
-        async (s) =>
-          (s as LocalStore).waitNow(
+        async (s) => {
+          const { held, ...reply } = (s as LocalStore).waitNow(
             "semaphore",
             w.semKey,
             token,
@@ -549,14 +569,20 @@ const localCommands = [
               leaseMs: c.leaseMs,
               until: w.time.now + waitMs,
               maxQueue,
-              onGrant: (at, fence) => w.told.sem.push({ token, at, fence }),
+              onGrant: (at, fence, record) => {
+                w.told.sem.push({ token, at, fence });
+                if (record !== undefined) w.held.set(token, record);
+              },
               // The model never closes its stores.
               onClose: (error) => {
                 throw error;
               },
             },
             tenantCall(c),
-          ),
+          );
+          if (held !== undefined) w.held.set(token, held);
+          return reply;
+        },
       );
     }),
   ),

@@ -42,24 +42,6 @@ export function untilMs(at: number, now: number): number {
   return Number.isFinite(at) ? Math.max(1, Math.ceil(at - now)) : 1;
 }
 
-/**
- * Drops (with `drop`) every entry whose lease ended by `now`; returns the
- * earliest lease end left (Infinity: none), below which the next prune can
- * be skipped. Holders and waiters lapse alike (lua: ZREMRANGEBYSCORE up to now).
- */
-export function pruneLapsed<Entry extends { expiresAt: number }>(
-  entries: Map<string, Entry>,
-  now: number,
-  drop: (token: string) => void,
-): number {
-  let earliest = Number.POSITIVE_INFINITY;
-  for (const [token, entry] of entries) {
-    if (entry.expiresAt <= now) drop(token);
-    else if (entry.expiresAt < earliest) earliest = entry.expiresAt;
-  }
-  return earliest;
-}
-
 /** The latest lease end among entries (0: none). */
 export function latestOf(entries: Iterable<{ expiresAt: number }>): number {
   let latest = 0;

@@ -11,7 +11,8 @@ import { lineServed, queueDrop, queueHead, queueServed, type Waiter } from "./qu
  * the waiter's own lease ends; a waiter of this process gets its full lease
  * at once and is told directly; `self`, the newcomer of this very call, gets
  * a full lease of `selfLeaseMs` and is not announced. Each grant gets its
- * fence, in the order made; returns that of `self` when it was granted.
+ * fence, in the order made; returns that of `self` when it was granted (its
+ * holder then in `state.selfHeld`).
  * The caller ends with `settle` (settle.ts).
  */
 export function grant(state: SemaphoreState, now: number, self?: string, selfLeaseMs = 0): number | undefined {
@@ -27,7 +28,7 @@ export function grant(state: SemaphoreState, now: number, self?: string, selfLea
       if (queue.lineSize === 0) break;
       waiter = queue.line[queue.head] as Waiter;
       if (state.used + waiter.weight > Math.min(waiter.limit, state.idLimit)) break;
-      queueDrop(queue, waiter.token);
+      queueDrop(queue, waiter);
       lineServed(queue);
     } else {
       const turn = queue.turns.first();
@@ -39,19 +40,19 @@ export function grant(state: SemaphoreState, now: number, self?: string, selfLea
         continue;
       }
       if (state.used + waiter.weight > Math.min(waiter.limit, state.idLimit)) break;
-      queueDrop(queue, waiter.token);
+      queueDrop(queue, waiter);
       queueServed(queue, tenant, tag);
     }
     const { token, tenant } = waiter;
     const fence = fenceNext(state, now);
     const local = waiter.local;
     if (token === self) {
-      holdersAdd(state, token, tenant, waiter.weight, now + selfLeaseMs);
+      state.selfHeld = holdersAdd(state, token, tenant, waiter.weight, now + selfLeaseMs);
       selfFence = fence;
     } else if (local !== undefined) {
-      holdersAdd(state, token, tenant, waiter.weight, now + local.leaseMs);
+      const held = holdersAdd(state, token, tenant, waiter.weight, now + local.leaseMs);
       // It only resolves a promise: told at once, nothing runs before this call ends.
-      local.onGrant(now, fence);
+      local.onGrant(now, fence, held);
     } else {
       holdersAdd(state, token, tenant, waiter.weight, waiter.expiresAt);
       granted ??= [];

@@ -4,6 +4,16 @@ import type { LocalJoin } from "./queue.js";
 
 export type { Kind };
 
+/**
+ * An answer of `takeNow` / `waitNow`. `held`, when acquired: the store's
+ * record of the lease, for the engine to pass back to `releaseNow` and
+ * `extendNow` so that the store finds the lease without looking its token up
+ * (a fresh token's hash costs a tenth of an in-process cycle). The token is
+ * still checked: a record that is not that token's live lease on that id is
+ * ignored and the token decides, exactly as without one.
+ */
+export type LocalReply = AcquireReply & { held?: object };
+
 /** A call's tenant options, with its name when the engine passes them (see `fresh`). */
 export type Named = TenantOptions & { readonly name?: string };
 
@@ -30,7 +40,7 @@ export interface LocalStore extends Store {
     leaseMs: number,
     tenant?: Named,
     fresh?: number,
-  ): AcquireReply;
+  ): LocalReply;
   /** Takes at once, or queues as a waiter of this process until `join.until` (then `onGrant`), or refuses / is full. */
   waitNow(
     kind: Kind,
@@ -41,7 +51,7 @@ export interface LocalStore extends Store {
     join: LocalJoin,
     tenant?: Named,
     fresh?: number,
-  ): AcquireReply;
+  ): LocalReply;
   leaveNow(kind: Kind, key: string, token: string): void;
   /**
    * Reclaims lapsed leases and grants the waiters they make room for (a lease
@@ -49,7 +59,11 @@ export interface LocalStore extends Store {
    * the ms until the nearest lease ends, when to look again.
    */
   settleNow(kind: Kind, key: string): number;
-  extendNow(kind: Kind, key: string, token: string, leaseMs: number): boolean;
-  /** `heldMs`: how long the lease was held, for the id's typical hold (see `SemaphoreOperations.release`). */
-  releaseNow(kind: Kind, key: string, token: string, heldMs?: number, at?: number): boolean;
+  /** `held`: the acquire's `LocalReply.held`, if any. */
+  extendNow(kind: Kind, key: string, token: string, leaseMs: number, held?: object): boolean;
+  /**
+   * `heldMs`: how long the lease was held, for the id's typical hold (see
+   * `SemaphoreOperations.release`); `held`: the acquire's `LocalReply.held`, if any.
+   */
+  releaseNow(kind: Kind, key: string, token: string, heldMs?: number, at?: number, held?: object): boolean;
 }

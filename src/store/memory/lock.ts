@@ -45,7 +45,7 @@ export function lockAcquire(
     grant(state, now);
   }
   let reply: AcquireReply;
-  const waiter = state.queue.waiters.get(token);
+  const waiter = state.queue.waiters.find(token);
   if (state.token === token) {
     // A re-sent acquire, or a waiter claiming its grant: it keeps its fence.
     state.expiresAt = now + ttlMs;

@@ -1,6 +1,7 @@
 import { copyDue } from "../../churn.js";
 import type { Inspection } from "../types.js";
-import { latestOf, pruneLapsed } from "./clock.js";
+import { latestOf } from "./clock.js";
+import { Slots } from "./slots.js";
 import { Turns } from "./turns.js";
 
 /** A caller in the waiting room. */
@@ -21,13 +22,19 @@ export interface Waiter {
   expiresAt: number;
   /** A waiter of this process: granted, it holds a full lease at once and is told here. */
   local: LocalWaiter | undefined;
+  /** Its place in `Queue.waiters` (see slots.ts). */
+  slot: number;
 }
 
 /** A waiter of the process the store lives in: a freed permit goes straight to it. */
 export interface LocalWaiter {
   leaseMs: number;
-  /** Called (synchronously, from the call that freed the permit) with the grant's time and fence; it must only resolve a promise. */
-  onGrant(at: number, fence: number): void;
+  /**
+   * Called (synchronously, from the call that freed the permit) with the
+   * grant's time, fence and the holder's record (to hand back on release and
+   * extend: `LocalReply.held`; a lock has none); it must only resolve a promise.
+   */
+  onGrant(at: number, fence: number, held?: object): void;
   /** Called when the store closes while it waits (nothing will free a permit for it any more); it must only reject a promise. */
   onClose(error: Error): void;
 }
@@ -53,11 +60,11 @@ export interface LocalJoin extends LocalWaiter {
  * again with the last named tenant: the order is the same either way.
  */
 export interface Queue {
-  /** Copied now and then, as each tenant's line (see churn.ts): read them from the queue each time. */
-  waiters: Map<string, Waiter>;
-  /** The named tenants' lines (tenant "" waits in `line`). */
+  /** Every waiter, by token without hashing it (slots.ts). */
+  readonly waiters: Slots<Waiter>;
+  /** The named tenants' lines (tenant "" waits in `line`): copied now and then (see churn.ts), read them from here each time. */
   readonly tenants: Map<string, Map<string, Waiter>>;
-  /** Waiters dropped since `waiters` was last copied. */
+  /** Named tenants' waiters dropped since their lines were last copied. */
   dropped: number;
   readonly turns: Turns;
   /** The tag of the last turn served (`~v`). */
@@ -73,7 +80,7 @@ export interface Queue {
 }
 
 export const newQueue = (): Queue => ({
-  waiters: new Map(),
+  waiters: new Slots<Waiter>(),
   tenants: new Map(),
   dropped: 0,
   turns: new Turns(),
@@ -108,25 +115,29 @@ export function queueWaiter(
     expiresAt: local !== undefined ? local.until : expiresAt,
     // Kept as given: a local wait is its own join (an object with methods), called as `local.onGrant(...)`.
     local,
+    slot: 0,
   };
 }
 
-export function queueDrop(queue: Queue, token: string): void {
-  const waiter = queue.waiters.get(token);
-  if (waiter === undefined) return;
-  queue.waiters.delete(token);
+/** `token` leaves the room, if it waits there. */
+export function queueLeave(queue: Queue, token: string): void {
+  const waiter = queue.waiters.find(token);
+  if (waiter !== undefined) queueDrop(queue, waiter);
+}
+
+/** A waiter leaves the room (one that already left is left alone). */
+export function queueDrop(queue: Queue, waiter: Waiter): void {
+  if (!waiter.queued) return;
+  queue.waiters.remove(waiter);
   waiter.queued = false;
-  const copy = copyDue(++queue.dropped, queue.waiters.size);
-  if (copy) {
-    queue.dropped = 0;
-    queue.waiters = new Map(queue.waiters);
-  }
   if (waiter.tenant === "") {
     lineDrop(queue);
     return;
   }
+  const copy = copyDue(++queue.dropped, queue.waiters.size);
+  if (copy) queue.dropped = 0;
   const ofTenant = queue.tenants.get(waiter.tenant);
-  ofTenant?.delete(token);
+  ofTenant?.delete(waiter.token);
   if (ofTenant !== undefined && ofTenant.size === 0) {
     queue.tenants.delete(waiter.tenant);
     queue.turns.delete(waiter.tenant);
@@ -165,7 +176,7 @@ function lineDrop(queue: Queue): void {
 /** Waiters whose process stopped refreshing them (or whose wait ended) leave the queue. */
 export function queuePrune(queue: Queue, now: number): void {
   if (queue.earliest > now) return;
-  queue.earliest = pruneLapsed(queue.waiters, now, (token) => queueDrop(queue, token));
+  queue.earliest = queue.waiters.prune(now, (waiter) => queueDrop(queue, waiter));
 }
 
 /** Moves a waiter's lease end (a shorter waiter lease can bring it forward: pruning must see that). */
@@ -178,14 +189,14 @@ export function queueTouch(queue: Queue, waiter: Waiter, expiresAt: number): voi
 /** Keeps the waiter leases of these tokens (those still queued) for `waiterLeaseMs` more. */
 export function queueRefresh(queue: Queue, tokens: readonly string[], waiterLeaseMs: number, now: number): void {
   for (const token of tokens) {
-    const waiter = queue.waiters.get(token);
+    const waiter = queue.waiters.find(token);
     if (waiter !== undefined) queueTouch(queue, waiter, now + waiterLeaseMs);
   }
 }
 
 /** Joins at the end of its tenant's line; a tenant new to the queue takes the turn after the last one served. */
 export function queueJoin(queue: Queue, token: string, waiter: Waiter): void {
-  queue.waiters.set(token, waiter);
+  queue.waiters.add(waiter);
   if (waiter.expiresAt < queue.earliest) queue.earliest = waiter.expiresAt;
   if (waiter.tenant === "") {
     if (queue.lineSize++ === 0) {
@@ -226,7 +237,7 @@ export function lineServed(queue: Queue): void {
 
 /** The latest waiter lease end (0: none). */
 export function queueLatest(queue: Queue): number {
-  return latestOf(queue.waiters.values());
+  return latestOf(queue.waiters.entries);
 }
 
 /** Live waiters in the order they will be served: tenants in turn, each tenant's in arrival order. */

@@ -5,6 +5,7 @@ import { fenceNext } from "./fence.js";
 import { grant } from "./grant.js";
 import { holdRead } from "./hold.js";
 import {
+  type Holder,
   holdersAdd,
   holdersNext,
   holdersPrune,
@@ -13,8 +14,10 @@ import {
   type SemaphoreState,
   tenantUsed,
 } from "./holders.js";
+import type { LocalReply } from "./local.js";
 import { type LocalJoin, queueDrop, queueInspect, queueJoin, queuePrune, queueTouch, queueWaiter } from "./queue.js";
 import { settle } from "./settle.js";
+import { Slots } from "./slots.js";
 import { type Env, type IdState, idState, type Primitive } from "./state.js";
 
 // A semaphore's steps, as lua/semaphore-*.lua take them.
@@ -25,18 +28,23 @@ export const semaphorePrimitive: Primitive<SemaphoreState> = {
     grant(state, now);
   },
   next: (state, now) => holdersNext(state, now),
-  latest: (state) => latestOf(state.holders.values()),
+  latest: (state) => latestOf(state.holders.entries),
   // A held one gets a new fence, as a claim would (lua/semaphore-refresh-waiters.lua).
-  heldFence: (state, token) => (state.holders.has(token) ? fenceNext(state) : undefined),
-  remove: (state, token) => holdersRemove(state, token)?.expiresAt,
+  heldFence: (state, token) => (state.holders.find(token) !== undefined ? fenceNext(state) : undefined),
+  remove: (state, token, _now, held) => {
+    const holder = state.holders.own(token, held);
+    if (holder === undefined) return undefined;
+    holdersRemove(state, holder);
+    return holder.expiresAt;
+  },
 };
 
 /** The id's state, made on its first use. */
 export function semaphoreState(ids: Map<string, IdState>, env: Env, key: string): SemaphoreState {
   return idState(ids, env, key, (base) => ({
     ...base,
-    holders: new Map(),
-    removed: 0,
+    holders: new Slots<Holder>(),
+    selfHeld: undefined,
     used: 0,
     tenantUsed: new Map(),
     earliest: Number.POSITIVE_INFINITY,
@@ -65,7 +73,7 @@ export function semaphoreAcquire(
   tenantCall: TenantOptions | undefined,
   now: number,
   fresh?: string,
-): AcquireReply {
+): LocalReply {
   holdersPrune(state, now);
   if (state.queue.waiters.size > 0) {
     queuePrune(state.queue, now);
@@ -74,13 +82,13 @@ export function semaphoreAcquire(
     grant(state, now);
   }
   if (fresh === undefined) {
-    const held = state.holders.get(token);
+    const held = state.holders.find(token);
     if (held !== undefined) {
       // A re-sent acquire, or a waiter claiming its grant: refresh, never count twice (a new fence).
       holdersTouch(state, held, now + leaseMs);
-      return settled(state, { acquired: true, retryAfterMs: 0, fence: fenceNext(state, now) }, now);
+      return settled(state, heldReply(fenceNext(state, now), held), now);
     }
-    const waiter = state.queue.waiters.get(token);
+    const waiter = state.queue.waiters.find(token);
     if (waiter !== undefined) {
       queueTouch(state.queue, waiter, now + (queue?.waiterLeaseMs ?? 0));
       return settled(state, { acquired: false, queued: true, retryAfterMs: holdersNext(state, now) }, now);
@@ -91,8 +99,8 @@ export function semaphoreAcquire(
   const fitsTenant = tenantUsed(state, tenant) + weight <= tenantLimit;
   // Nobody waits: the newcomer's turn is now.
   if (state.queue.waiters.size === 0 && state.used + weight <= limit && fitsTenant) {
-    holdersAdd(state, token, tenant, weight, now + leaseMs);
-    return settled(state, { acquired: true, retryAfterMs: 0, fence: fenceNext(state, now) }, now);
+    const holder = holdersAdd(state, token, tenant, weight, now + leaseMs);
+    return settled(state, heldReply(fenceNext(state, now), holder), now);
   }
   const queueing = queue !== undefined || local !== undefined;
   if (queueing) {
@@ -107,15 +115,25 @@ export function semaphoreAcquire(
   }
   // Join (failing fast, only to see whether its turn is now), then grant in turn.
   const ends = queue !== undefined ? now + queue.waiterLeaseMs : now + 1;
-  queueJoin(state.queue, token, queueWaiter(token, tenant, weight, limit, tenantLimit, ends, local));
+  const waiter = queueWaiter(token, tenant, weight, limit, tenantLimit, ends, local);
+  queueJoin(state.queue, token, waiter);
   state.idLimit = limit;
   const fence = grant(state, now, token, leaseMs);
-  if (fence !== undefined) return settled(state, { acquired: true, retryAfterMs: 0, fence }, now);
+  if (fence !== undefined) {
+    const holder = state.selfHeld as Holder;
+    state.selfHeld = undefined;
+    return settled(state, heldReply(fence, holder), now);
+  }
   if (queueing) return settled(state, { acquired: false, queued: true, retryAfterMs: holdersNext(state, now) }, now);
-  queueDrop(state.queue, token);
+  queueDrop(state.queue, waiter);
   if (!fitsTenant)
     return settled(state, { acquired: false, tenantFull: true, retryAfterMs: holdersNext(state, now, tenant) }, now);
   return settled(state, { acquired: false, retryAfterMs: holdersNext(state, now) }, now);
+}
+
+/** An admission: the reply, with the holder's record for the engine to hand back (`LocalReply.held`; the Store contract's `acquire` leaves it out). */
+function heldReply(fence: number, held: Holder): LocalReply {
+  return { acquired: true, retryAfterMs: 0, fence, held };
 }
 
 /** How an acquire ends: the id settled, and a refusal saying the typical hold. */
@@ -125,8 +143,8 @@ function settled(state: SemaphoreState, reply: AcquireReply, now: number): Acqui
 }
 
 /** Pushes a live lease's end to now + `leaseMs`; false unless it holds one (lua/semaphore-extend.lua). */
-export function semaphoreExtend(state: SemaphoreState, token: string, leaseMs: number, now: number): boolean {
-  const held = state.holders.get(token);
+export function semaphoreExtend(state: SemaphoreState, token: string, leaseMs: number, now: number, handle?: unknown): boolean {
+  const held = state.holders.own(token, handle);
   if (held === undefined || held.expiresAt <= now) return false;
   // An extend may shorten a lease below the recorded earliest expiry.
   holdersTouch(state, held, now + leaseMs);
@@ -140,14 +158,14 @@ export function semaphoreStats(state: SemaphoreState | undefined, now: number, t
   let holders = 0;
   let waiting = 0;
   const tenants = new Set<string>();
-  for (const holder of state?.holders.values() ?? []) {
+  for (const holder of state?.holders.entries ?? []) {
     if (holder.expiresAt <= now) continue;
     if (holder.tenant !== "") tenants.add(holder.tenant);
     if (tenant !== undefined && holder.tenant !== tenant) continue;
     used += holder.weight;
     holders++;
   }
-  for (const waiter of state?.queue.waiters.values() ?? []) {
+  for (const waiter of state?.queue.waiters.entries ?? []) {
     if (waiter.expiresAt <= now) continue;
     if (waiter.tenant !== "") tenants.add(waiter.tenant);
     if (tenant === undefined || waiter.tenant === tenant) waiting++;
@@ -159,9 +177,9 @@ export function semaphoreStats(state: SemaphoreState | undefined, now: number, t
 export function semaphoreInspect(state: SemaphoreState | undefined, now: number): Inspection {
   if (state === undefined) return { holders: [], waiters: [] };
   return {
-    holders: [...state.holders]
-      .filter(([, holder]) => holder.expiresAt > now)
-      .map(([token, holder]) => ({ token, weight: holder.weight, expiresInMs: Math.ceil(holder.expiresAt - now) })),
+    holders: state.holders.entries
+      .filter((holder) => holder.expiresAt > now)
+      .map(({ token, weight, expiresAt }) => ({ token, weight, expiresInMs: Math.ceil(expiresAt - now) })),
     waiters: queueInspect(state.queue, now),
   };
 }

@@ -41,7 +41,7 @@ export function grant(state: LockState, now: number): void {
   if (state.queue.lineSize === 0) return;
   const waiter = queueHead(state.queue, "");
   const token = waiter.token;
-  queueDrop(state.queue, token);
+  queueDrop(state.queue, waiter);
   const local = waiter.local;
   const fence = lockTake(state, token, local === undefined ? waiter.expiresAt : now + local.leaseMs);
   if (local !== undefined) local.onGrant(now, fence);

@@ -43,8 +43,12 @@ export interface Primitive<State extends IdState> {
   latest(state: State): number;
   /** The fence a granted waiter learns on its refresh: a semaphore's is new (as a claim's), a lock's is its grant's. */
   heldFence(state: State, token: string): number | undefined;
-  /** Takes `token`'s lease away; returns its end, or undefined when it held none (a lock's lapsed holder is gone first). */
-  remove(state: State, token: string, now: number): number | undefined;
+  /**
+   * Takes `token`'s lease away; returns its end, or undefined when it held
+   * none (a lock's lapsed holder is gone first). `held`: the record the
+   * engine kept from its acquire, if any (see `LocalReply.held`).
+   */
+  remove(state: State, token: string, now: number, held?: unknown): number | undefined;
 }
 
 /** An id's state, made (by `make`, from what every id keeps) on its first use. */

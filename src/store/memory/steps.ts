@@ -1,6 +1,6 @@
 import type { WaiterRefresh } from "../types.js";
 import { holdAdd } from "./hold.js";
-import { queueDrop, queuePrune, queueRefresh } from "./queue.js";
+import { queueLeave, queuePrune, queueRefresh } from "./queue.js";
 import { settle } from "./settle.js";
 import type { IdState, Primitive } from "./state.js";
 
@@ -12,6 +12,7 @@ import type { IdState, Primitive } from "./state.js";
  * only if it was still live (lua/*-release.lua). `heldMs`, how long it was
  * held, is folded into the id's typical hold. Without waiters the id is not
  * settled: its timer stands, and the release stays the cheapest call.
+ * `held`: the engine's record of the lease (`LocalReply.held`), if any.
  */
 export function release<State extends IdState>(
   primitive: Primitive<State>,
@@ -19,8 +20,9 @@ export function release<State extends IdState>(
   token: string,
   now: number,
   heldMs?: number,
+  held?: unknown,
 ): boolean {
-  const ends = primitive.remove(state, token, now);
+  const ends = primitive.remove(state, token, now, held);
   const live = ends !== undefined && ends > now;
   if (live && heldMs !== undefined && heldMs >= 0) holdAdd(state, now, ends, heldMs);
   primitive.lapse(state, now);
@@ -35,7 +37,7 @@ export function release<State extends IdState>(
 /** A caller gives up its lease or its place in the queue, whichever it has (lua/*-leave.lua). */
 export function leave<State extends IdState>(primitive: Primitive<State>, state: State, token: string, now: number): void {
   primitive.remove(state, token, now);
-  queueDrop(state.queue, token);
+  queueLeave(state.queue, token);
   settleNow(primitive, state, now);
 }
 
@@ -73,7 +75,7 @@ export function refreshWaiters<State extends IdState>(
   const fences: number[] = [];
   for (const token of tokens) {
     const fence = primitive.heldFence(state, token);
-    statuses.push(fence !== undefined ? "held" : state.queue.waiters.has(token) ? "waiting" : "gone");
+    statuses.push(fence !== undefined ? "held" : state.queue.waiters.find(token) !== undefined ? "waiting" : "gone");
     fences.push(fence ?? 0);
   }
   settle(primitive, state);

@@ -5,7 +5,7 @@ import { IN_PROCESS } from "../shape.js";
 import type { AcquireReply, Grant, Inspection, LockStats, QueueOptions, SemaphoreCounts, WaiterRefresh } from "../types.js";
 import { type MemoryClock, processClock } from "./clock.js";
 import type { SemaphoreState } from "./holders.js";
-import type { LocalStore, Named } from "./local.js";
+import type { LocalReply, LocalStore, Named } from "./local.js";
 import { lockAcquire, lockExtend, lockInspect, lockPrimitive, lockState, lockStats } from "./lock.js";
 import type { LocalJoin, LocalWaiter } from "./queue.js";
 import {
@@ -67,7 +67,7 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
       for (const state of [...this.#semaphores.values(), ...this.#locks.values()]) {
         if (state.cleanup !== undefined) this.clock.clearTimeout(state.cleanup);
         state.cleanup = undefined;
-        for (const waiter of state.queue.waiters.values()) if (waiter.local !== undefined) waiting.push(waiter.local);
+        for (const waiter of state.queue.waiters.entries) if (waiter.local !== undefined) waiting.push(waiter.local);
       }
       this.#semaphores.clear();
       this.#locks.clear();
@@ -89,7 +89,9 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
   async acquire(kind: Kind, call: calls.SemaphoreAcquireCall | calls.LockAcquireCall): Promise<AcquireReply> {
     // A lock's call has no limit, weight or tenant: #acquireNow reads them for a semaphore only.
     const { storeKey: key, token, limit, weight, leaseMs, queue, tenant } = call as calls.SemaphoreAcquireCall;
-    return this.#acquireNow(kind, key, token, limit, weight, leaseMs, queue, undefined, tenant);
+    const reply: LocalReply = this.#acquireNow(kind, key, token, limit, weight, leaseMs, queue, undefined, tenant);
+    // The store's own record stays inside: the contract's reply is Redis's.
+    return reply.held === undefined ? reply : { acquired: true, retryAfterMs: 0, fence: reply.fence as number };
   }
 
   async extend(kind: Kind, call: calls.SemaphoreExtendCall): Promise<boolean> {
@@ -160,7 +162,7 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
     leaseMs: number,
     tenant?: Named,
     fresh?: number,
-  ): AcquireReply {
+  ): LocalReply {
     return this.#acquireNow(kind, key, token, limit, weight, leaseMs, undefined, undefined, tenant, fresh);
   }
 
@@ -173,7 +175,7 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
     join: LocalJoin,
     tenant?: Named,
     fresh?: number,
-  ): AcquireReply {
+  ): LocalReply {
     return this.#acquireNow(kind, key, token, limit, weight, join.leaseMs, undefined, join, tenant, fresh);
   }
 
@@ -187,18 +189,18 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
     if (state !== undefined) leave(primitiveOf(kind), state, token, this.clock.now());
   }
 
-  extendNow(kind: Kind, key: string, token: string, leaseMs: number): boolean {
+  extendNow(kind: Kind, key: string, token: string, leaseMs: number, held?: object): boolean {
     const state = this.#ids(kind).get(key);
     if (state === undefined) return false;
     const now = this.clock.now();
     return kind === "semaphore"
-      ? semaphoreExtend(state as SemaphoreState, token, leaseMs, now)
+      ? semaphoreExtend(state as SemaphoreState, token, leaseMs, now, held)
       : lockExtend(state as LockState, token, leaseMs, now);
   }
 
-  releaseNow(kind: Kind, key: string, token: string, heldMs?: number, at?: number): boolean {
+  releaseNow(kind: Kind, key: string, token: string, heldMs?: number, at?: number, held?: object): boolean {
     const state = this.#ids(kind).get(key);
-    return state !== undefined && release(primitiveOf(kind), state, token, this.#now(at), heldMs);
+    return state !== undefined && release(primitiveOf(kind), state, token, this.#now(at), heldMs, held);
   }
 
   /** The store's time: the caller's reading of the process clock when it made one just now, else its clock's. */
@@ -224,7 +226,7 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
     join: LocalJoin | undefined,
     tenant: Named | undefined,
     fresh?: number,
-  ): AcquireReply {
+  ): LocalReply {
     this.#refuse();
     const now = this.#now(fresh);
     if (kind === "lock") return lockAcquire(lockState(this.#locks, this.#env, key), token, leaseMs, queue, join, now);
