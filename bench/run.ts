@@ -213,7 +213,7 @@ async function contended(): Promise<void> {
   const duration = ms(4000, 1000);
   const ideal = limit / (bodyMs / 1000);
   const body = () => new Promise((resolve) => setTimeout(resolve, bodyMs));
-  // Why a hand-off costs what it does (bench/README.md, "Contended hand-off, third round"): how long
+  // Why a hand-off costs what it does (bench/HISTORY.md, "Contended hand-off, third round"): how long
   // a release takes as its caller sees it, and how many releases start in one turn of the event
   // loop (bodies started in one turn end in one: the store then runs their releases back to back,
   // and answers them together).

@@ -1,5 +1,5 @@
 // Redis acquire + release cycles/s against redis-semaphore, side by side in one process: short
-// rounds, subjects interleaved, the median of the per-round ratios (bench/README.md, "Redis cycle,
+// rounds, subjects interleaved, the median of the per-round ratios (bench/HISTORY.md, "Redis cycle,
 // fifth round"). On this shared 2-core machine a round's rate swings with other work; a ratio taken
 // within one round, subjects a few ms apart, swings less.
 //

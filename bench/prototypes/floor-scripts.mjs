@@ -1,5 +1,5 @@
 // The cheapest acquire + release pair found that keeps the guarantees of a leasehold fast cycle
-// (bench/README.md, "Redis cycle, fifth round"): the server's clock (TIME), a fence per grant
+// (bench/HISTORY.md, "Redis cycle, fifth round"): the server's clock (TIME), a fence per grant
 // greater than every earlier one on the id (the score of a marker '~f', kept until the clock has
 // passed it), the waiters marker '~' that sends callers to the full path, a token-checked release
 // answering 0 for a lapsed lease, every key with an expiry, one declared key. Left out, and so not a

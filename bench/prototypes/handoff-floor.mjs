@@ -1,4 +1,4 @@
-// The cheapest contended hand-off found with the guarantees the benchmark exercises (bench/README.md,
+// The cheapest contended hand-off found with the guarantees the benchmark exercises (bench/HISTORY.md,
 // "Contended hand-off, fifth round"): not leasehold, a floor to measure it against. A module with
 // the face contended-side.mjs drives (`semaphore({ client, limit, prefix }).acquire(id, { waitMs })`
 // answering a lease with `release()`), so both run side by side in one process:

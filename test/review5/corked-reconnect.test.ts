@@ -1,4 +1,4 @@
-// Review 5: the ioredis socket was then corked until process.nextTick (no longer: bench/README.md,
+// Review 5: the ioredis socket was then corked until process.nextTick (no longer: bench/HISTORY.md,
 // "Batches that overlap"). A socket dropped in the turn its calls were made, and the reconnect's new
 // socket, must not leave a command unsent (a hang) or a permit taken for nobody.
 import { randomUUID } from "node:crypto";
