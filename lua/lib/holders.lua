@@ -151,8 +151,14 @@ local function holders_used()
   return redis.call('ZCARD', holders) - marks_now().n
 end
 
+-- A heavy holder's members go in slices: Lua's unpack stops at 8,000 values (a weight past 4,000).
+local HOLDERS_SLICE = 4000
+
 local function holders_add(token, weight, ends)
-  redis.call('ZADD', holders, unpack(holders_members(token, weight, ends)))
+  local members = holders_members(token, weight, ends)
+  for from = 1, #members, HOLDERS_SLICE do
+    redis.call('ZADD', holders, unpack(members, from, math.min(from + HOLDERS_SLICE - 1, #members)))
+  end
 end
 
 -- The weight of a holder, counted from its members (when the caller does not say).
@@ -168,7 +174,10 @@ local function holders_remove(token, weight)
   local score = redis.call('ZSCORE', holders, token)
   if not score then return false end
   local w = weight or holders_weight(token)
-  local removed = redis.call('ZREM', holders, unpack(holders_members(token, w)))
+  local members, removed = holders_members(token, w), 0
+  for from = 1, #members, HOLDERS_SLICE do
+    removed = removed + redis.call('ZREM', holders, unpack(members, from, math.min(from + HOLDERS_SLICE - 1, #members)))
+  end
   tenants_add(tenant_of(token), -w)
   return tonumber(score), removed
 end
