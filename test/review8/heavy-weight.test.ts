@@ -11,12 +11,10 @@ const LIMIT = 20_000;
 const HEAVY = 9_000;
 
 const make = (kind: string) =>
-  kind === "redis"
-    ? semaphore(newRedis(), { limit: LIMIT, prefix: uniquePrefix() })
-    : semaphore(memoryStore(), { limit: LIMIT });
+  kind === "redis" ? semaphore(newRedis(), { limit: LIMIT, prefix: uniquePrefix() }) : semaphore(memoryStore(), { limit: LIMIT });
 
 describe("review8: heavy leases", () => {
-  it.each(["memory", "redis"])("a fail-fast take, an extend and a release of weight %#", async (kind) => {
+  it.each(["memory", "redis"])("a fail-fast take, an extend and a release of a heavy lease (%s)", async (kind) => {
     const slots = make(kind);
     const lease = await slots.acquire("k", { weight: HEAVY });
     expect(lease).not.toBeNull();
