@@ -6,8 +6,8 @@
 // accepted, a re-sent acquire never counts twice, and the counts always match the live leases.
 import { describe, expect, it } from "vitest";
 import { type Lease, semaphore } from "../../src/index.js";
-import { createMemoryStore } from "../../src/store/memory.js";
 import { processClock } from "../../src/store/memory/clock.js";
+import { createMemoryStore } from "../../src/store/memory.js";
 import { storeKey } from "../../src/store-keys.js";
 
 const LIMIT = 60;
@@ -38,7 +38,8 @@ describe("review8: the embedded store's holder slots, past the index", () => {
       expect(await lease.release()).toBe(false);
       expect(await lease.extend(1_000)).toBe(false);
     }
-    for (const token of byToken.splice(0, 5)) expect(await store.semaphore.release({ storeKey: key, token, weight: 1 })).toBe(true);
+    for (const token of byToken.splice(0, 5))
+      expect(await store.semaphore.release({ storeKey: key, token, weight: 1 })).toBe(true);
     // Released tokens, a foreign token and a token of another id are refused.
     for (const token of ["c0", "c4", "nobody"]) {
       expect(await store.semaphore.release({ storeKey: key, token, weight: 1 })).toBe(false);
@@ -46,9 +47,9 @@ describe("review8: the embedded store's holder slots, past the index", () => {
     }
     const other = (await slots.acquire("other")) as Lease;
     expect(await store.semaphore.release({ storeKey: key, token: other.token, weight: 1 })).toBe(false);
-    expect(await store.semaphore.release({ storeKey: storeKey("p", "other"), token: leases[0]?.token as string, weight: 1 })).toBe(
-      false,
-    );
+    expect(
+      await store.semaphore.release({ storeKey: storeKey("p", "other"), token: leases[0]?.token as string, weight: 1 }),
+    ).toBe(false);
     const live = 46 - 12 - 4 - 5;
     expect((await store.semaphore.stats({ storeKey: key })).used).toBe(live);
     // The contract's leases (10 s) lapse; the engine's (60 s) stay; new ones come by token and by engine.
