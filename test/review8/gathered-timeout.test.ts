@@ -3,19 +3,29 @@
 // every caller in it fails with StoreUnavailableError, and each one's clean-up of an unknown outcome
 // gives back what its token got once the call ran (a place in the queue, or a permit), so that
 // nothing stays queued or held for them.
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { redisStore, StoreUnavailableError, semaphore } from "../../src/index.js";
 import { scripts } from "../../src/store/lua.generated.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
+import { type RedisServer, startRedisServer } from "../support/redis-server.js";
 import { eventually } from "../support/stores.js";
+
+// The test pauses its server's writes: a server of its own, not the run's shared one.
+let server: RedisServer;
+beforeAll(async () => {
+  server = await startRedisServer();
+});
+afterAll(async () => {
+  await server.stop();
+});
 
 describe("review8: a gathered full acquire answered too late", () => {
   it.each([
     ["queued", 1],
     ["granted", 4],
   ])("fails each caller in it as StoreUnavailableError, and leaves nothing %s for them", async (_, limit) => {
-    const client = newRedis();
-    const admin = newRedis();
+    const client = newRedis(server.url);
+    const admin = newRedis(server.url);
     await client.ping();
     const joins: number[] = [];
     const evalsha = client.evalsha.bind(client) as (...args: unknown[]) => Promise<unknown>;
