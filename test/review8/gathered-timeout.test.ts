@@ -34,7 +34,7 @@ describe("review8: a gathered full acquire answered too late", () => {
       return evalsha(...args);
     };
     const prefix = uniquePrefix();
-    const slots = semaphore(redisStore(client, { timeoutMs: 300 }), { limit, prefix });
+    const slots = semaphore(redisStore(client, { timeoutMs: 300, waiterLeaseMs: 60_000 }), { limit, prefix });
     // One permit held, so that with limit 1 the callers queue; with 4 there is room for three more.
     const holder = await slots.acquire("k");
     expect(holder).not.toBeNull();
@@ -48,12 +48,18 @@ describe("review8: a gathered full acquire answered too late", () => {
     // Past the first, they went out together.
     expect(joins.slice(0, 2)).toEqual([1, 3]);
     await admin.call("CLIENT", "UNPAUSE");
+    // Read through a store of its own: this one's breaker refuses at once for a while after a timeout.
+    const observer = semaphore(newRedis(server.url), { limit, prefix });
     await eventually(async () => {
-      const stats = await slots.stats("k");
+      const stats = await observer.stats("k");
       return stats.used === 1 && stats.waiting === 0;
     });
-    expect(await slots.stats("k")).toMatchObject({ used: 1, waiting: 0 });
-    expect(await holder?.release()).toBe(true);
-    expect(await slots.stats("k")).toMatchObject({ used: 0, waiting: 0 });
+    // Once more after a write on the acquires' connection: whatever their late answers started is done.
+    await eventually(async () => (await holder?.release().catch(() => undefined)) === true);
+    await eventually(async () => {
+      const stats = await observer.stats("k");
+      return stats.used === 0 && stats.waiting === 0;
+      // Well before a waiter lease (60 s) or a lease could lapse and hide a place left behind.
+    }, 3_000);
   });
 });
