@@ -56,7 +56,7 @@ describe("review8: two stores on one server, sampled by the server", () => {
             limit: LIMIT,
             weight: 1,
             leaseMs: 5 + rand(30),
-            ...(tenant === "" ? {} : { tenant: { limit: CAP } }),
+            ...(tenant === "" ? {} : { tenant: { limit: CAP, maxQueue: 0 } }),
           }),
         );
       }
