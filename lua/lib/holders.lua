@@ -163,8 +163,13 @@ end
 
 -- The weight of a holder, counted from its members (when the caller does not say).
 local function holders_weight(token)
+  -- Each further member's name made alone: building all of them at each step (holders_members) cost
+  -- O(weight^2), seconds of the server's time for a weight in the thousands.
+  local at = string.find(token, '@', 1, true)
+  local base, suffix = token, ''
+  if at then base, suffix = string.sub(token, 1, at - 1), string.sub(token, at) end
   local w = 1
-  while redis.call('ZSCORE', holders, holders_members(token, w + 1)[w + 1]) do w = w + 1 end
+  while redis.call('ZSCORE', holders, base .. '~' .. (w + 1) .. suffix) do w = w + 1 end
   return w
 end
 
