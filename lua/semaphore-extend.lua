@@ -24,12 +24,15 @@ for i = 1, #ARGV, 3 do
       while redis.call('ZSCORE', holders, base .. '~' .. (weight + 1) .. suffix) do weight = weight + 1 end
     end
     local ends = now + lease
-    local members = { 'XX', ends, token }
+    local members = { ends, token }
     for w = 2, weight do
       members[#members + 1] = ends
       members[#members + 1] = base .. '~' .. w .. suffix
     end
-    redis.call('ZADD', holders, unpack(members))
+    -- In slices: Lua's unpack stops at 8,000 values (a weight past 4,000).
+    for from = 1, #members, 4000 do
+      redis.call('ZADD', holders, 'XX', unpack(members, from, math.min(from + 3999, #members)))
+    end
     if not latest or ends > latest then latest = ends end
     out[#out + 1] = 1
   else

@@ -72,7 +72,11 @@ for i = 1, nargs, 3 do
         if fenced then members[#members + 1] = '~f' end
         if legacy then members[#members + 1] = legacy end
       end
-      removed = redis.call('ZREM', holders, unpack(members))
+      -- In slices: Lua's unpack stops at 8,000 values (a weight past 8,000).
+      removed = 0
+      for from = 1, #members, 4000 do
+        removed = removed + redis.call('ZREM', holders, unpack(members, from, math.min(from + 3999, #members)))
+      end
       if gone then removed = removed - #members + weight end
     end
     if gone then fenced, legacy = false, nil end

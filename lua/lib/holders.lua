@@ -151,14 +151,25 @@ local function holders_used()
   return redis.call('ZCARD', holders) - marks_now().n
 end
 
+-- A heavy holder's members go in slices: Lua's unpack stops at 8,000 values (a weight past 4,000).
+local HOLDERS_SLICE = 4000
+
 local function holders_add(token, weight, ends)
-  redis.call('ZADD', holders, unpack(holders_members(token, weight, ends)))
+  local members = holders_members(token, weight, ends)
+  for from = 1, #members, HOLDERS_SLICE do
+    redis.call('ZADD', holders, unpack(members, from, math.min(from + HOLDERS_SLICE - 1, #members)))
+  end
 end
 
 -- The weight of a holder, counted from its members (when the caller does not say).
 local function holders_weight(token)
+  -- Each further member's name made alone: building all of them at each step (holders_members) cost
+  -- O(weight^2), seconds of the server's time for a weight in the thousands.
+  local at = string.find(token, '@', 1, true)
+  local base, suffix = token, ''
+  if at then base, suffix = string.sub(token, 1, at - 1), string.sub(token, at) end
   local w = 1
-  while redis.call('ZSCORE', holders, holders_members(token, w + 1)[w + 1]) do w = w + 1 end
+  while redis.call('ZSCORE', holders, base .. '~' .. (w + 1) .. suffix) do w = w + 1 end
   return w
 end
 
@@ -168,7 +179,10 @@ local function holders_remove(token, weight)
   local score = redis.call('ZSCORE', holders, token)
   if not score then return false end
   local w = weight or holders_weight(token)
-  local removed = redis.call('ZREM', holders, unpack(holders_members(token, w)))
+  local members, removed = holders_members(token, w), 0
+  for from = 1, #members, HOLDERS_SLICE do
+    removed = removed + redis.call('ZREM', holders, unpack(members, from, math.min(from + HOLDERS_SLICE - 1, #members)))
+  end
   tenants_add(tenant_of(token), -w)
   return tonumber(score), removed
 end

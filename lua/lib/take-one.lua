@@ -20,7 +20,8 @@ if card + weight <= limit or redis.call('ZSCORE', holders, token) then
     members[#members + 1] = ends
     members[#members + 1] = token .. '~' .. i
   end
-  redis.call('ZADD', holders, unpack(members))
+  -- In slices: Lua's unpack stops at 8,000 values (a weight past 4,000).
+  for from = 1, #members, 4000 do redis.call('ZADD', holders, unpack(members, from, math.min(from + 3999, #members))) end
   local at = math.max(ends + 1, math.floor(fence / 1000) + 1)
   if fresh then
     redis.call('PEXPIREAT', holders, at)
