@@ -354,6 +354,17 @@ function sorted(inspection: Inspection): Inspection {
 const tenantCall = (caller: Caller): TenantCall | undefined =>
   caller.tenant === undefined ? undefined : { limit: caller.tenant.limit, maxQueue: caller.tenant.maxQueue };
 
+/** The store call of a semaphore acquire by `caller` (the model takes the same values as arguments). */
+const acquireCall = (w: World, c: Caller, token: string, queue?: Queueing) => ({
+  storeKey: w.semKey,
+  token,
+  limit: c.limit,
+  weight: c.weight,
+  leaseMs: c.leaseMs,
+  queue,
+  tenant: tenantCall(c),
+});
+
 const queueing = (caller: Caller): Queueing | undefined =>
   caller.queued ? { waiterLeaseMs: caller.waiterLeaseMs, maxQueue: caller.maxQueue } : undefined;
 
@@ -378,16 +389,7 @@ const semaphoreCommands = [
       await w.step<AcquireAnswer>(
         `semaphore acquire ${token} (w${c.weight} limit ${c.limit} lease ${c.leaseMs}${queue ? ` queue ${queue.waiterLeaseMs}/${queue.maxQueue}` : ""})`,
         (now) => w.sem.acquire(now, token, c.limit, c.weight, c.leaseMs, queue, undefined, tenantCall(c)),
-        (s) =>
-          s.semaphore.acquire({
-            storeKey: w.semKey,
-            token,
-            limit: c.limit,
-            weight: c.weight,
-            leaseMs: c.leaseMs,
-            queue,
-            tenant: tenantCall(c),
-          }),
+        (s) => s.semaphore.acquire(acquireCall(w, c, token, queue)),
       );
     }),
   ),
@@ -460,16 +462,7 @@ const burstCommands = [
           ),
         (s) =>
           Promise.all(
-            calls.map(({ c, token }) =>
-              (s === w.redis ? w.redisElsewhere : s).semaphore.acquire({
-                storeKey: w.semKey,
-                token,
-                limit: c.limit,
-                weight: c.weight,
-                leaseMs: c.leaseMs,
-                tenant: tenantCall(c),
-              }),
-            ),
+            calls.map(({ c, token }) => (s === w.redis ? w.redisElsewhere : s).semaphore.acquire(acquireCall(w, c, token))),
           ),
       );
     }),
@@ -489,20 +482,7 @@ const burstCommands = [
           calls.map(({ c, token, queue }) =>
             w.sem.acquire(now, token, c.limit, c.weight, c.leaseMs, queue, undefined, tenantCall(c)),
           ),
-        (s) =>
-          Promise.all(
-            calls.map(({ c, token, queue }) =>
-              s.semaphore.acquire({
-                storeKey: w.semKey,
-                token,
-                limit: c.limit,
-                weight: c.weight,
-                leaseMs: c.leaseMs,
-                queue,
-                tenant: tenantCall(c),
-              }),
-            ),
-          ),
+        (s) => Promise.all(calls.map(({ c, token, queue }) => s.semaphore.acquire(acquireCall(w, c, token, queue)))),
       );
     }),
   ),
