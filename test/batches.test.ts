@@ -153,21 +153,23 @@ describe("calls gathered in one turn on the Redis store", () => {
   });
 });
 
-/** The full releases' script calls (lua/semaphore-release.lua, six keys), as the leases each carries; `fail` rejects those of more than one. */
-function countReleases(redis: Redis, fail = false): number[] {
+/**
+ * The calls of one script (by SHA), as the items each carries (`perItem` arguments each); `fail` rejects
+ * those of more than one item. Full releases carry three arguments per lease, full acquires eight per caller.
+ */
+function countItems(redis: Redis, sha: string, perItem: number, fail = false): number[] {
   const items: number[] = [];
   const evalsha = redis.evalsha.bind(redis) as (...args: unknown[]) => Promise<unknown>;
   (redis as unknown as { evalsha: unknown }).evalsha = (...args: unknown[]) => {
-    const keys = Number(args[1]);
-    const rest = args.slice(2 + keys);
-    // Three arguments per lease.
-    const release = args[0] === scripts.semaphoreRelease.sha;
-    if (release) items.push(rest.length / 3);
-    if (release && fail && rest.length > 3) return Promise.reject(new Error("connection lost (injected)"));
+    if (args[0] !== sha) return evalsha(...args);
+    items.push((args.length - 2 - Number(args[1])) / perItem);
+    if (fail && (items[items.length - 1] as number) > 1) return Promise.reject(new Error("connection lost (injected)"));
     return evalsha(...args);
   };
   return items;
 }
+
+const countReleases = (redis: Redis, fail = false) => countItems(redis, scripts.semaphoreRelease.sha, 3, fail);
 
 describe("full releases gathered in one turn on an id with waiters", () => {
   it("past the first two, one call; each caller its own answer; the waiters granted in queue order, as one release after another", async () => {
@@ -270,18 +272,7 @@ describe("full releases gathered in one turn on an id with waiters", () => {
   });
 });
 
-/** The full acquires' script calls (lua/semaphore-acquire.lua), as the callers each carries (eight arguments each); `fail` rejects those of more than one. */
-function countJoins(redis: Redis, fail = false): number[] {
-  const items: number[] = [];
-  const evalsha = redis.evalsha.bind(redis) as (...args: unknown[]) => Promise<unknown>;
-  (redis as unknown as { evalsha: unknown }).evalsha = (...args: unknown[]) => {
-    const join = args[0] === scripts.semaphoreAcquire.sha;
-    if (join) items.push((args.length - 2 - Number(args[1])) / 8);
-    if (join && fail && items[items.length - 1] !== 1) return Promise.reject(new Error("connection lost (injected)"));
-    return evalsha(...args);
-  };
-  return items;
-}
+const countJoins = (redis: Redis, fail = false) => countItems(redis, scripts.semaphoreAcquire.sha, 8, fail);
 
 describe("full acquires gathered on an id (the joins of callers that come back together)", () => {
   it("past the first, one call; each caller its own answer, as one call after another; one caller's failure is its own", async () => {
