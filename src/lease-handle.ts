@@ -48,6 +48,8 @@ export class LeaseHandle implements Lease {
   /** When the lease was had (its acquire's send time, or the hand-off), for the released event and the id's typical hold. */
   readonly heldSince: number;
   #released = false;
+  /** The latest renewal, until it is answered (see `#extend`). */
+  #extending: Promise<boolean> | undefined;
   /** The holder's release, in flight or answered; undefined again if the store did not answer it. */
   #releasing: Promise<boolean> | undefined;
   /**
@@ -110,7 +112,23 @@ export class LeaseHandle implements Lease {
     return extending;
   }
 
-  async #extend(ms: number): Promise<boolean> {
+  /**
+   * A renewal, remembered until answered: the release waits for it (see `giveBack`), so that the
+   * store gets the lease's calls in the order they were made. A store may reorder calls of different
+   * kinds (the Redis store gathers renewals for the end of a turn, and a script the server has not
+   * loaded goes again after a round trip); an extend answered after the release would say "not ours".
+   */
+  #extend(ms: number): Promise<boolean> {
+    const extending = this.#sendExtend(ms);
+    this.#extending = extending;
+    const settled = (): void => {
+      if (this.#extending === extending) this.#extending = undefined;
+    };
+    extending.then(settled, settled);
+    return extending;
+  }
+
+  async #sendExtend(ms: number): Promise<boolean> {
     positiveMs("ms", ms, "Pass the new lease length to extend(ms), or nothing to reuse the lease's own.");
     if (this.#released || this.#lost !== undefined) return false;
     const sentAt = performance.now();
@@ -181,7 +199,8 @@ export class LeaseHandle implements Lease {
       this.#releasing = ours ? RELEASED : NOT_OURS;
       return ours;
     }
-    const releasing = this.#giveBack();
+    const extending = this.#extending;
+    const releasing = extending === undefined ? this.#giveBack() : extending.then(this.#sendRelease, this.#sendRelease);
     // Unless a store that throws synchronously has already undone it.
     if (this.#released) this.#releasing = releasing;
     return releasing;
@@ -196,6 +215,8 @@ export class LeaseHandle implements Lease {
   get releasing(): Promise<boolean> | undefined {
     return this.#releasing;
   }
+
+  readonly #sendRelease = (): Promise<boolean> => this.#giveBack();
 
   async #giveBack(): Promise<boolean> {
     let ours: boolean;

@@ -62,8 +62,10 @@ export class SharedTimers {
     list.push(entry);
     if (!this.#arming) {
       this.#arming = true;
-      const immediate = setImmediate(this.#armSoon);
-      if (!this.ref) immediate.unref();
+      // Never unref'd, even for background timers: Node runs an unref'd immediate only once some
+      // other callback wakes a loop blocked in poll, so a lease's first tick could be armed after
+      // the lease had lapsed. Keeping the process alive for one more turn costs nothing.
+      setImmediate(this.#armSoon);
     } else if (this.#dropped >= 256 && this.#dropped * 2 >= list.length) {
       // A turn that never ends (callers served in microtasks, one after another) drops what it adds: keep the list short.
       this.#soon = list.filter((kept) => !kept.off);

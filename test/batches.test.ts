@@ -1,9 +1,10 @@
 // The Redis store's gathered calls (src/store/coalesce.ts, redis/fast.ts): calls of one turn on one id
 // go out as script calls of at most 16 items, a full one sent at once rather than at the end of the
 // turn, and every caller still gets its own answer, in the order the calls were made.
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import type { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
-import { redisStore, StoreUnavailableError, semaphore } from "../src/index.js";
+import { CHANNELS, redisStore, type SemaphoreLease, StoreUnavailableError, semaphore } from "../src/index.js";
 import { scripts } from "../src/store/lua.generated.js";
 import { newRedis, uniquePrefix } from "./support/redis.js";
 import { eventually } from "./support/stores.js";
@@ -150,6 +151,64 @@ describe("calls gathered in one turn on the Redis store", () => {
     await first;
     await store.close();
     await redis.del(key);
+  });
+});
+
+// Issue #27, defect 2: two renewals of an id out, a third was held for the end of the turn while the
+// release of its lease went out at once; the script answered the late renewal "not ours" and the lease
+// given back was reported lost (its signal aborted, the lost event published).
+describe("calls of one lease reach the store in the order they were made", () => {
+  it("a release made after a gathered renewal of the same lease goes out after it; nothing is reported lost", async () => {
+    const { store } = await counted();
+    const slots = semaphore({ client: store, limit: 3, prefix: uniquePrefix() });
+    const leases = await Promise.all([slots.acquire("k"), slots.acquire("k"), slots.acquire("k")]);
+    const [a, b, c] = leases.map((lease) => {
+      if (lease === null) throw new Error("expected a lease");
+      return lease;
+    }) as [SemaphoreLease, SemaphoreLease, SemaphoreLease];
+    const lost: unknown[] = [];
+    const listener = (event: unknown) => lost.push(event);
+    subscribe(CHANNELS.lost, listener);
+    try {
+      const extended = [a.extend(), b.extend(), c.extend()];
+      const released = c.release();
+      expect(await Promise.all(extended)).toEqual([true, true, true]);
+      expect(await released).toBe(true);
+      expect(c.signal.aborted).toBe(false);
+      expect(await slots.count("k")).toBe(2);
+      expect(await Promise.all([a.release(), b.release()])).toEqual([true, true]);
+    } finally {
+      unsubscribe(CHANNELS.lost, listener);
+    }
+    expect(lost).toEqual([]);
+    await slots.close();
+    await store.close();
+  });
+
+  it("after SCRIPT FLUSH (a failover, a restart), a renewal sent again as EVAL still reaches the server before the release", async () => {
+    const { redis, store } = await counted();
+    const slots = semaphore({ client: store, limit: 3, prefix: uniquePrefix() });
+    const lease = await slots.acquire("k");
+    if (lease === null) throw new Error("expected a lease");
+    // The release's script is loaded, the renewal's is not: the renewal alone answers NOSCRIPT and goes again.
+    await redis.script("FLUSH");
+    await redis.script("LOAD", scripts.semaphoreReturn.source);
+    const lost: unknown[] = [];
+    const listener = (event: unknown) => lost.push(event);
+    subscribe(CHANNELS.lost, listener);
+    try {
+      const extended = lease.extend();
+      const released = lease.release();
+      expect(await extended).toBe(true);
+      expect(await released).toBe(true);
+      expect(lease.signal.aborted).toBe(false);
+    } finally {
+      unsubscribe(CHANNELS.lost, listener);
+    }
+    expect(lost).toEqual([]);
+    expect(await slots.count("k")).toBe(0);
+    await slots.close();
+    await store.close();
   });
 });
 

@@ -183,6 +183,18 @@ export class Exchange {
   }
 
   /**
+   * The handler failed (Express: `next(error)`, or its promise rejected): its work is over, and so is
+   * the request, whatever its response does next. The permit is given back now, and the connection
+   * closing afterwards (Express's final handler destroys the socket of a response already started) is
+   * not a client leaving: nothing is reported lost. Idempotent.
+   */
+  failed(): void {
+    this.#work = "ended";
+    this.#responded = true;
+    this.#settle();
+  }
+
+  /**
    * The adapter can no longer see when the handler's work ends (Hono: a middleware between the
    * guard and the handler answered first, with `cause`): the permit is held until the work is
    * reported ended, at most `graceMs` from now, then taken back and reported lost (with `cause`).

@@ -1,5 +1,5 @@
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import {
   CHANNELS,
   LockLeaseLostError,
@@ -9,6 +9,7 @@ import {
   semaphore,
   ValidationError,
 } from "../../src/index.js";
+import { exitOf, killChildren, spawnChild } from "../support/child.js";
 import { uniquePrefix } from "../support/redis.js";
 import { eventually, gate, spyStore, storesUnderTest } from "../support/stores.js";
 
@@ -34,6 +35,23 @@ function blockFor(ms: number): void {
     // spin
   }
 }
+
+// Issue #27, defect 1: the keeper's first tick was armed by an unref'd setImmediate, which a loop
+// blocked in poll (nothing else pending) runs only when some other timer fires: a short lease after
+// a long one lapsed mid-body on the embedded store, and a second caller got in. Only a process with
+// a quiet event loop shows it (a test worker's is never quiet), hence a child of its own.
+describe("lease keeping in a process with nothing else to do", () => {
+  afterEach(killChildren);
+
+  it("renews a short lease after a run with the default lease, for semaphores and locks", async () => {
+    const child = spawnChild(new URL("../support/quiet-loop-child.ts", import.meta.url).pathname, {});
+    const semaphoreRun = await child.next("semaphore");
+    const lockRun = await child.next("lock");
+    expect(semaphoreRun).toMatchObject({ secondGotIn: false, outcome: "resolved" });
+    expect(lockRun).toMatchObject({ secondGotIn: false, outcome: "resolved" });
+    expect((await exitOf(child)).code).toBe(0);
+  });
+});
 
 describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) => {
   it("renews every heartbeatMs while the body runs, so a slow body keeps its slot", async () => {
