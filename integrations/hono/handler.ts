@@ -14,7 +14,7 @@ import {
   lostDuringBody,
   lostFirst,
   nodeResponse,
-  ownError,
+  ownAnswer,
   type Route,
   streamed,
   watchStreams,
@@ -148,7 +148,7 @@ function serve(exchange: GuardedExchange, view: LeaseView): Answer {
   } catch (error) {
     handlerEnded(exchange.enclosing);
     exchange.partEnded();
-    const own = ownAnswer(exchange, error);
+    const own = ownAnswerTo(exchange, error);
     if (own !== undefined) return own;
     if (exchange.outgoing === undefined) exchange.responded();
     throw error;
@@ -200,7 +200,7 @@ function failed(exchange: GuardedExchange, error: unknown): void {
     handlerFailed(exchange, error);
     return;
   }
-  const own = ownAnswer(exchange, error);
+  const own = ownAnswerTo(exchange, error);
   if (own === undefined) {
     handlerFailed(exchange, error);
     return;
@@ -213,12 +213,13 @@ function failed(exchange: GuardedExchange, error: unknown): void {
  * The documented answer to one of leasehold's own errors, rethrown by the handler (it passed its
  * signal on): given here, so that Hono's `onError` never sees it. Its small body is not waited for.
  */
-function ownAnswer(exchange: GuardedExchange, error: unknown): Response | undefined {
-  if (ownError(error) === undefined) return undefined;
+function ownAnswerTo(exchange: GuardedExchange, error: unknown): Response | undefined {
+  const answer = ownAnswer(exchange, error);
+  if (answer === undefined) return undefined;
   // Answered: a loss from now on needs no 503 of its own.
   exchange.answered = true;
   if (exchange.outgoing === undefined) exchange.responded();
-  return (error as Error & { getResponse(): Response }).getResponse();
+  return answer;
 }
 
 /** The handler's response, with the fence if asked, held until its last byte. */

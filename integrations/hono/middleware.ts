@@ -13,14 +13,13 @@ import {
   admitFailed,
   answeredAbove,
   answerLoss,
-  answerOwnError,
   enter,
   HonoExchange,
   handlerFailed,
   lostDuringBody,
   lostFirst,
   nodeResponse,
-  ownError,
+  ownAnswer,
   type Route,
   streamed,
   watchStreams,
@@ -118,8 +117,12 @@ function handlerDone(exchange: HonoExchange): void {
   }
   // leasehold's own error, rethrown by a handler that passed its signal on: the documented answer,
   // whatever the app's error handler made of it; the handler has stopped.
-  const own = error !== undefined && ownError(error) !== undefined;
-  if (own) answerOwnError(c, error);
+  const answer = error === undefined ? undefined : ownAnswer(exchange, error);
+  const own = answer !== undefined;
+  if (own) {
+    c.res = undefined;
+    c.res = answer;
+  }
   const unseen = error !== undefined && !own && !exchange.reported && c.req.routeIndex > exchange.routeIndex + 1;
   try {
     // Nothing is written before the middleware chain returns, streamed bodies included. A stacked

@@ -1,15 +1,9 @@
 import type { ServerResponse } from "node:http";
 import type { Context, Next } from "hono";
-import {
-  ClientAbortedError,
-  type LeaseLostError,
-  LockLeaseLostError,
-  SemaphoreLeaseLostError,
-  ShutdownError,
-} from "../../src/errors.js";
+import type { LeaseLostError } from "../../src/errors.js";
 import { Exchange, type LeaseView } from "../../src/http/exchange.js";
 import { watchNodeResponse } from "../../src/http/node-response.js";
-import { leaseLostRejection, shuttingDownRejection } from "../../src/http/problem.js";
+import { abortRejection, leaseLostRejection } from "../../src/http/problem.js";
 import { problemResponse } from "./exception.js";
 import type { HonoOnRejected } from "./types.js";
 
@@ -105,10 +99,9 @@ export class HonoExchange extends Exchange {
    * (503 `lease-lost` or `shutting-down`; nobody to answer after a departure), not with a 500.
    */
   override signalAborted(reason: Error): void {
-    if (answers.has(reason) || "getResponse" in reason) return;
-    if (!(isLeaseLost(reason) || reason instanceof ShutdownError || reason instanceof ClientAbortedError)) return;
+    if (answers.has(reason) || "getResponse" in reason || abortRejection(reason, this.id, this.limit) === undefined) return;
     answers.set(reason, this);
-    Object.defineProperty(reason, "getResponse", { value: ownAnswer, configurable: true, writable: true });
+    Object.defineProperty(reason, "getResponse", { value: getResponse, configurable: true, writable: true });
   }
 }
 
@@ -126,30 +119,23 @@ export interface Route {
   readonly exposeFence: boolean;
 }
 
-/** leasehold's own errors that a handler may rethrow, and the request each belongs to. */
+/** leasehold's own abort reasons made answerable (see `signalAborted`), and the request each belongs to. */
 const answers = new WeakMap<Error, HonoExchange>();
 
-function isLeaseLost(error: unknown): error is LeaseLostError {
-  return error instanceof SemaphoreLeaseLostError || error instanceof LockLeaseLostError;
+/** The `getResponse()` of an abort reason: its documented answer, made when asked for. */
+function getResponse(this: Error): Response {
+  return ownAnswer(answers.get(this) as HonoExchange, this) as Response;
 }
 
-/** The documented answer to one of leasehold's own errors, made when asked for. */
-function ownAnswer(this: Error): Response {
-  const exchange = answers.get(this) as HonoExchange;
-  if (this instanceof ClientAbortedError) return new Response(null, { status: 499 });
-  if (this instanceof ShutdownError) return problemResponse(shuttingDownRejection(this, exchange.id, exchange.limit));
-  return problemResponse(leaseLostRejection(this as LeaseLostError, exchange.id, exchange.limit));
-}
-
-/** The request's exchange, if `error` is leasehold's own answer to it (see `signalAborted`). */
-export function ownError(error: unknown): HonoExchange | undefined {
-  return error instanceof Error ? answers.get(error) : undefined;
-}
-
-/** Answers a rethrown error of leasehold's own in place of whatever the app's error handler made of it. */
-export function answerOwnError(c: Context, error: Error): void {
-  c.res = undefined;
-  c.res = ownAnswer.call(error);
+/**
+ * The documented answer to one of leasehold's own abort reasons (or an `AbortError` whose `cause` is
+ * one), if `error` is: 503 `shutting-down` or `lease-lost`, and for a client that left an empty 499
+ * nobody reads. `undefined` for any other error, which stays Hono's.
+ */
+export function ownAnswer(exchange: HonoExchange, error: unknown): Response | undefined {
+  const rejection = abortRejection(error, exchange.id, exchange.limit);
+  if (rejection === undefined) return undefined;
+  return rejection === null ? new Response(null, { status: 499 }) : problemResponse(rejection);
 }
 
 /**
