@@ -4,8 +4,7 @@
  *
  * @module leasehold
  */
-export type { StoreHealth } from "./breaker.js";
-export type { ClientInput } from "./client.js";
+
 export {
   ClientAbortedError,
   LeaseholdError,
@@ -19,7 +18,11 @@ export {
   StorePermissionError,
   StoreUnavailableError,
   ValidationError,
-} from "./errors.js";
+} from "./errors/index.js";
+export type { CloseOptions } from "./lease/holdings.js";
+export { type Holder, MAX_OWNER_LENGTH } from "./lease/owner.js";
+export type { Lease, LockLease, SemaphoreLease } from "./lease/types.js";
+export { type Lock, type LockAcquireOptions, type LockOptions, type LockRunOptions, lock } from "./lock/index.js";
 export {
   type AcquiredEvent,
   CHANNELS,
@@ -32,12 +35,9 @@ export {
   type StoreErrorEvent,
   type StoreUpEvent,
   type Subject,
-} from "./events.js";
-export type { CloseOptions } from "./holdings.js";
-export type { Lease, LockLease, SemaphoreLease } from "./lease.js";
-export { type Lock, type LockAcquireOptions, type LockOptions, type LockRunOptions, lock } from "./lock.js";
-export type { CallOptions, KeepingOptions, OwnerOptions, RetryOptions, WaitOptions } from "./options.js";
-export { type Holder, MAX_OWNER_LENGTH } from "./owner.js";
+} from "./observability/events.js";
+export type { CallOptions, KeepingOptions, OwnerOptions, RetryOptions, WaitOptions } from "./options/types.js";
+export { MAX_ID_LENGTH } from "./options/validate.js";
 export {
   type Semaphore,
   type SemaphoreAcquireOptions,
@@ -46,7 +46,9 @@ export {
   type SemaphoreStats,
   semaphore,
   type TenantStats,
-} from "./semaphore.js";
+} from "./semaphore/index.js";
+export type { StoreHealth } from "./store/access/breaker.js";
+export type { ClientInput } from "./store/access/client.js";
 export type {
   KeyCall,
   LockAcquireCall,
@@ -59,16 +61,7 @@ export type {
   SemaphoreStatsCall,
   TokenCall,
   WatchCall,
-} from "./store/calls.js";
-export { type MemoryStore, type MemoryStoreOptions, memoryStore } from "./store/memory.js";
-export {
-  type IoredisLikeClient,
-  type NodeRedisLikeClient,
-  type RedisClient,
-  type RedisStore,
-  type RedisStoreOptions,
-  redisStore,
-} from "./store/redis.js";
+} from "./store/contract/calls.js";
 export type {
   AcquireReply,
   Grant,
@@ -83,5 +76,13 @@ export type {
   TenantOptions,
   WaiterRefresh,
   WaiterStatus,
-} from "./store/types.js";
-export { MAX_ID_LENGTH } from "./validate.js";
+} from "./store/contract/types.js";
+export { type MemoryStore, type MemoryStoreOptions, memoryStore } from "./store/memory/index.js";
+export {
+  type IoredisLikeClient,
+  type NodeRedisLikeClient,
+  type RedisClient,
+  type RedisStore,
+  type RedisStoreOptions,
+  redisStore,
+} from "./store/redis/index.js";

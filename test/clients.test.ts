@@ -27,7 +27,7 @@ import {
   semaphore,
   ValidationError,
 } from "../src/index.js";
-import { clientKind } from "../src/store/clients.js";
+import { clientKind } from "../src/store/redis/clients.js";
 import { listenNest } from "./http/nest-app.js";
 import { type NodeRedis, newNodeRedis, newRedis, newValkey, uniquePrefix } from "./support/redis.js";
 import { freePort, type RedisServer, startRedisServer } from "./support/redis-server.js";

@@ -6,7 +6,7 @@ import type { Redis } from "ioredis";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { luaSource } from "../scripts/lua-source.mjs";
 import { lock, redisStore, type SemaphoreAcquireCall, type Store, StoreUnavailableError, semaphore } from "../src/index.js";
-import { scripts } from "../src/store/lua.generated.js";
+import { scripts } from "../src/store/redis/lua.generated.js";
 import { newRedis, uniquePrefix } from "./support/redis.js";
 import { freePort, type RedisServer, startRedisServer } from "./support/redis-server.js";
 import { eventually, mapCalls } from "./support/stores.js";

@@ -4,13 +4,13 @@
  * @module leasehold/express
  */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
-import type { Closable, CloseOptions } from "../../src/holdings.js";
-import { Admission, type Admitted } from "../../src/http/admission.js";
-import { parseAdmissionOptions } from "../../src/http/config.js";
-import { Exchange, FENCE_HEADER, LeaseView, type RequestLease } from "../../src/http/exchange.js";
-import { reportHandlerEnd, sendRejection, watchNodeResponse } from "../../src/http/node-response.js";
-import type { AdmissionRoute, LockAdmissionOptions, SemaphoreAdmissionOptions } from "../../src/http/options.js";
-import type { Rejection } from "../../src/http/problem.js";
+import type { Closable, CloseOptions } from "../../src/lease/holdings.js";
+import { Admission, type Admitted } from "../http/admission.js";
+import { parseAdmissionOptions } from "../http/config.js";
+import { Exchange, FENCE_HEADER, LeaseView, type RequestLease } from "../http/exchange.js";
+import { reportHandlerEnd, sendRejection, watchNodeResponse } from "../http/node-response.js";
+import type { AdmissionRoute, LockAdmissionOptions, SemaphoreAdmissionOptions } from "../http/options.js";
+import type { Rejection } from "../http/problem.js";
 
 declare global {
   namespace Express {
@@ -182,13 +182,13 @@ export function lock(name: string, options?: ExpressLockOptions): LeaseholdMiddl
   return middleware({ kind: "lock", name, options }, "lock middleware");
 }
 
-export type { Closable, CloseOptions } from "../../src/holdings.js";
+export type { Closable, CloseOptions } from "../../src/lease/holdings.js";
+export type { LockLease, SemaphoreLease } from "../../src/lease/types.js";
 export {
   PROBLEM_TYPES,
   type ProblemDetails,
   type ProblemType,
   type RejectionContext,
   type RejectionReason,
-} from "../../src/http/problem.js";
-export type { LockLease, SemaphoreLease } from "../../src/lease.js";
+} from "../http/problem.js";
 export type { Rejection, RequestLease };

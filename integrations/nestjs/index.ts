@@ -5,7 +5,8 @@
  * @module leasehold/nestjs
  */
 
-export type { RequestLease } from "../../src/http/exchange.js";
+export type { LockLease, SemaphoreLease } from "../../src/lease/types.js";
+export type { RequestLease } from "../http/exchange.js";
 export {
   PROBLEM_TYPES,
   type ProblemDetails,
@@ -13,8 +14,7 @@ export {
   type Rejection,
   type RejectionContext,
   type RejectionReason,
-} from "../../src/http/problem.js";
-export type { LockLease, SemaphoreLease } from "../../src/lease.js";
+} from "../http/problem.js";
 export { Lease, Lock, Semaphore } from "./decorators.js";
 export { LeaseholdGuard, LeaseholdInterceptor, LeaseRejectedException } from "./guard.js";
 export { LeaseholdModule, type LeaseholdModuleAsyncOptions, type LeaseholdOptionsFactory } from "./module.js";

@@ -1,11 +1,6 @@
-import type { ClientInput } from "../../src/client.js";
-import type {
-  AdmissionOptions,
-  AdmissionRoute,
-  LockAdmissionOptions,
-  SemaphoreAdmissionOptions,
-} from "../../src/http/options.js";
-import type { Rejection } from "../../src/http/problem.js";
+import type { ClientInput } from "../../src/store/access/client.js";
+import type { AdmissionOptions, AdmissionRoute, LockAdmissionOptions, SemaphoreAdmissionOptions } from "../http/options.js";
+import type { Rejection } from "../http/problem.js";
 
 /**
  * The request a `key`, `limit`, `weight` or `skip` function receives: the

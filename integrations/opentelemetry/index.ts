@@ -4,7 +4,7 @@
  * @module leasehold/opentelemetry
  */
 import { type Attributes, type Meter, type MeterProvider, metrics } from "@opentelemetry/api";
-import { type ExportOptions, type MetricAttributes, watchEvents } from "../../src/metrics.js";
+import { type ExportOptions, type MetricAttributes, watchEvents } from "../../src/observability/metrics.js";
 
 /**
  * Options of {@link instrument}.

@@ -4,7 +4,7 @@
  * @module leasehold/prometheus
  */
 import { Counter, register as defaultRegistry, Gauge, Histogram, type Registry } from "prom-client";
-import { type ExportOptions, watchEvents } from "../../src/metrics.js";
+import { type ExportOptions, watchEvents } from "../../src/observability/metrics.js";
 
 /**
  * Options of {@link collectMetrics}.

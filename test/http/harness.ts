@@ -1,6 +1,6 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { RequestLease } from "../../src/http/exchange.js";
+import type { RequestLease } from "../../integrations/http/exchange.js";
 import type { Store } from "../../src/index.js";
 
 /**

@@ -1,5 +1,4 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { type LeaseholdModuleOptions, MODULE_DEFAULTS } from "../../integrations/nestjs/options.js";
 import {
   ADAPTER_OPTIONS,
   type AdmissionOptions,
@@ -8,7 +7,8 @@ import {
   type LockAdmissionOptions,
   SEMAPHORE_OPTIONS,
   type SemaphoreAdmissionOptions,
-} from "../../src/http/options.js";
+} from "../../integrations/http/options.js";
+import { type LeaseholdModuleOptions, MODULE_DEFAULTS } from "../../integrations/nestjs/options.js";
 
 /** The options of `T` that `list` leaves out: `never` when the list names every one. */
 type Unlisted<T, List extends readonly PropertyKey[]> = Exclude<keyof T, List[number]>;

@@ -1,4 +1,4 @@
-// Review 5: the one deadline timer per store (src/store-deadlines.ts) over a real Redis, through a
+// Review 5: the one deadline timer per store (src/store/access/deadlines.ts) over a real Redis, through a
 // custom store that answers its calls out of order, late, or never. Every call must time out on its
 // own bound, a late answer must not be heard, and an acquire that timed out must have its permit given
 // back when its late answer arrives.

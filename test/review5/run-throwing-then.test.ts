@@ -1,4 +1,4 @@
-// Review 5: `run` lost its async frame (src/keeper.ts). A body's result is tested for a `then`
+// Review 5: `run` lost its async frame (src/lease/keeper.ts). A body's result is tested for a `then`
 // outside the try that ends the keeping: a result whose `then` getter throws (a proxy, a lazy
 // record) escaped before the lease was given back, so the permit stayed held and renewed for ever.
 // With `await fn(lease)` the throw was the body's failure and the lease was given back.

@@ -1,4 +1,4 @@
-import type { AcquireReply, Inspection, LockStats, QueueOptions } from "../types.js";
+import type { AcquireReply, Inspection, LockStats, QueueOptions } from "../contract/types.js";
 import { holdRead } from "./hold.js";
 import { type LocalJoin, queueInspect, queueJoin, queuePrune, queueTouch, queueWaiter } from "./queue.js";
 import { settle } from "./settle.js";

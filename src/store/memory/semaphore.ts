@@ -1,5 +1,5 @@
-import type { AcquireReply, Inspection, QueueOptions, SemaphoreCounts, TenantOptions } from "../types.js";
-import { tenantOf } from "../types.js";
+import type { AcquireReply, Inspection, QueueOptions, SemaphoreCounts, TenantOptions } from "../contract/types.js";
+import { tenantOf } from "../contract/types.js";
 import { latestOf } from "./clock.js";
 import { fenceNext } from "./fence.js";
 import { grant } from "./grant.js";
