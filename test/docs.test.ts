@@ -37,6 +37,7 @@ export {};
 
 const ENTRY_POINTS: Record<string, string> = {
   leasehold: "src/index.ts",
+  "leasehold/store": "src/store/index.ts",
   "leasehold/express": "integrations/express/index.ts",
   "leasehold/hono": "integrations/hono/index.ts",
   "leasehold/nestjs": "integrations/nestjs/index.ts",

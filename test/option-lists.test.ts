@@ -4,8 +4,7 @@
 // At run time they check what the lists refuse.
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { lock, semaphore, ValidationError } from "../src/index.js";
-import type { CloseOptions } from "../src/lease/holdings.js";
-import type { LockAcquireOptions, LockOptions, LockRunOptions } from "../src/lock/index.js";
+import type { LockAcquireOptions, LockOptions, LockRunOptions } from "../src/lock/types.js";
 import {
   type CLOSE_OPTIONS,
   type ENGINE_OPTIONS,
@@ -16,7 +15,8 @@ import {
   SEMAPHORE_FACTORY_OPTIONS,
   SEMAPHORE_RUN_OPTIONS,
 } from "../src/options/lists.js";
-import type { SemaphoreAcquireOptions, SemaphoreOptions, SemaphoreRunOptions } from "../src/semaphore/index.js";
+import type { CloseOptions } from "../src/options/types.js";
+import type { SemaphoreAcquireOptions, SemaphoreOptions, SemaphoreRunOptions } from "../src/semaphore/types.js";
 
 type Named<List extends readonly string[]> = List[number];
 

@@ -13,7 +13,7 @@ import {
   semaphore as honoSemaphore,
   type LeaseholdVariables,
 } from "../integrations/hono/index.js";
-import type { RequestLease } from "../integrations/http/exchange.js";
+import type { RequestLease } from "../integrations/http/types.js";
 import { Lease as LeaseParam } from "../integrations/nestjs/index.js";
 import {
   type CloseOptions,

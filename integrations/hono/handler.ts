@@ -1,6 +1,7 @@
 import type { Context, Handler, Next } from "hono";
 import { withoutStack } from "../../src/errors/base.js";
-import type { Admission, Admitted } from "../http/admission.js";
+import type { Admission } from "../http/admission.js";
+import type { Admitted } from "../http/exchange.js";
 import { type Exchange, FENCE_HEADER, LeaseView } from "../http/exchange.js";
 import { holdBody } from "./body.js";
 import { LeaseRejectedException } from "./exception.js";

@@ -1,8 +1,5 @@
 import type { Context, Handler, MiddlewareHandler } from "hono";
-import type { Closable } from "../../src/lease/holdings.js";
-import type { RequestLease } from "../http/exchange.js";
-import type { LockAdmissionOptions, SemaphoreAdmissionOptions } from "../http/options.js";
-import type { Rejection } from "../http/problem.js";
+import type { Closable, LockAdmissionOptions, Rejection, RequestLease, SemaphoreAdmissionOptions } from "../http/types.js";
 
 /**
  * What the middleware sets on the context, as hono's own middleware export

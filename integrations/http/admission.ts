@@ -7,18 +7,18 @@ import {
   ValidationError,
 } from "../../src/errors/index.js";
 import type { LeaseHandle } from "../../src/lease/handle.js";
-import type { CloseOptions } from "../../src/lease/holdings.js";
 import type { SemaphoreLease } from "../../src/lease/types.js";
 import { type LockEngine, lockEngine } from "../../src/lock/index.js";
-import { channels, type HttpRejectedEvent } from "../../src/observability/events.js";
+import { channels } from "../../src/observability/events.js";
+import type { HttpRejectedEvent } from "../../src/observability/types.js";
 import { RETRY_AFTER_DEFAULT_MS } from "../../src/options/defaults.js";
-import { type SemaphoreEngine, type SemaphoreRunOptions, semaphoreEngine } from "../../src/semaphore/index.js";
+import type { CloseOptions } from "../../src/options/types.js";
+import { type SemaphoreEngine, semaphoreEngine } from "../../src/semaphore/index.js";
+import type { SemaphoreRunOptions } from "../../src/semaphore/types.js";
 import type { AdmissionConfig } from "./config.js";
-import { Exchange, type LeaseView } from "./exchange.js";
+import { type Admitted, Exchange } from "./exchange.js";
 import { type RequestTenant, requestId, requestTenant } from "./identify.js";
 import {
-  type Rejection,
-  type RejectionContext,
   refusalDetail,
   rejection,
   shuttingDownRejection,
@@ -27,13 +27,7 @@ import {
   tenantMissingRejection,
 } from "./problem.js";
 import { RetryAfterEstimate } from "./retry-after.js";
-
-/**
- * What admitting one request came to: its lease (admitted), a rejection to
- * answer, `"passed"` (skipped, or let through without a lease by
- * `onStoreError: "fail-open"`), or `"abandoned"` (the client left first).
- */
-export type Admitted = LeaseView | Rejection | "passed" | "abandoned";
+import type { Rejection, RejectionContext } from "./types.js";
 
 type Engine = { kind: "semaphore"; engine: SemaphoreEngine } | { kind: "lock"; engine: LockEngine };
 

@@ -1,5 +1,6 @@
 import { type LeaseLostError, type StoreUnavailableError, ValidationError } from "../../src/errors/index.js";
-import type { LockOptions } from "../../src/lock/index.js";
+import { unprefixed } from "../../src/errors/validation.js";
+import type { LockOptions } from "../../src/lock/types.js";
 import { DISCONNECT_GRACE_MS } from "../../src/options/defaults.js";
 import {
   id as checkId,
@@ -10,17 +11,9 @@ import {
   optionsObject,
   positiveMs,
 } from "../../src/options/validate.js";
-import type { SemaphoreOptions } from "../../src/semaphore/index.js";
-import { unprefixed } from "./identify.js";
-import {
-  type AdmissionOptions,
-  type AdmissionRoute,
-  ENGINE_OPTIONS,
-  LOCK_OPTIONS,
-  SEMAPHORE_OPTIONS,
-  type SemaphoreAdmissionOptions,
-} from "./options.js";
-import type { RejectionContext } from "./problem.js";
+import type { SemaphoreOptions } from "../../src/semaphore/types.js";
+import { ENGINE_OPTIONS, LOCK_OPTIONS, SEMAPHORE_OPTIONS } from "./lists.js";
+import type { AdmissionOptions, AdmissionRoute, RejectionContext, SemaphoreAdmissionOptions } from "./types.js";
 
 /** The engine primitive an admission runs on, with its validated-at-creation options. */
 export type EngineConfig = { kind: "semaphore"; options: SemaphoreOptions } | { kind: "lock"; options: LockOptions };

@@ -1,20 +1,15 @@
 import type { ServerResponse } from "node:http";
 import { ClientAbortedError, type LeaseLostError } from "../../src/errors/index.js";
 import type { LeaseHandle } from "../../src/lease/handle.js";
-import type { Lease, LockLease, SemaphoreLease } from "../../src/lease/types.js";
-import type { Admitted } from "./admission.js";
+import type { Lease, SemaphoreLease } from "../../src/lease/types.js";
+import type { Rejection } from "./types.js";
 
 /**
- * The lease a handler sees: its `signal` also aborts (with `ClientAbortedError`) when the client disconnects.
- *
- * @example
- * ```ts
- * function stopWith(lease: RequestLease | undefined): AbortSignal | undefined {
- *   return lease?.signal;
- * }
- * ```
+ * What admitting one request came to: its lease (admitted), a rejection to
+ * answer, `"passed"` (skipped, or let through without a lease by
+ * `onStoreError: "fail-open"`), or `"abandoned"` (the client left first).
  */
-export type RequestLease = SemaphoreLease | LockLease;
+export type Admitted = LeaseView | Rejection | "passed" | "abandoned";
 
 /** The response header that carries an admitted request's fence, with `exposeFence: true`. */
 export const FENCE_HEADER = "Lease-Fence";

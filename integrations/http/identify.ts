@@ -1,4 +1,5 @@
 import { ValidationError } from "../../src/errors/index.js";
+import { unprefixed } from "../../src/errors/validation.js";
 import { id as checkId, tenant as checkTenant } from "../../src/options/validate.js";
 import type { AdmissionConfig } from "./config.js";
 
@@ -6,11 +7,6 @@ import type { AdmissionConfig } from "./config.js";
 export interface RequestTenant {
   name: string;
   limit: number;
-}
-
-/** An engine validation message without its `leasehold: ` prefix, to quote inside an adapter's own. */
-export function unprefixed(error: unknown): string {
-  return (error as Error).message.replace(/^leasehold: /, "");
 }
 
 /**

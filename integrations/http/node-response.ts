@@ -2,7 +2,8 @@ import type { ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import type { LeaseLostError } from "../../src/errors/index.js";
 import type { Exchange } from "./exchange.js";
-import { leaseLostRejection, type Rejection } from "./problem.js";
+import { leaseLostRejection } from "./problem.js";
+import type { Rejection } from "./types.js";
 
 /** Writes a rejection as an `application/problem+json` response, with plain Node APIs (Express 4 and 5 alike). */
 export function sendRejection(res: ServerResponse, rejection: Rejection): void {

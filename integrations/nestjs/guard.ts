@@ -19,7 +19,7 @@ import { Admission } from "../http/admission.js";
 import { given, parseAdmissionOptions } from "../http/config.js";
 import { Exchange, FENCE_HEADER, LeaseView } from "../http/exchange.js";
 import { watchNodeResponse } from "../http/node-response.js";
-import type { Rejection } from "../http/problem.js";
+import type { Rejection } from "../http/types.js";
 import {
   ADMITTED,
   EXCHANGE,

@@ -1,6 +1,11 @@
-import type { ClientInput } from "../../src/store/access/client.js";
-import type { AdmissionOptions, AdmissionRoute, LockAdmissionOptions, SemaphoreAdmissionOptions } from "../http/options.js";
-import type { Rejection } from "../http/problem.js";
+import type { ClientInput } from "../../src/store/access/types.js";
+import type {
+  AdmissionOptions,
+  AdmissionRoute,
+  LockAdmissionOptions,
+  Rejection,
+  SemaphoreAdmissionOptions,
+} from "../http/types.js";
 
 /**
  * The request a `key`, `limit`, `weight` or `skip` function receives: the

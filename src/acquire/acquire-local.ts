@@ -3,8 +3,10 @@ import type { CallSettings } from "../options/settings.js";
 import { offAbort, onAbort, pauseUnlessAborted } from "../runtime/aborts.js";
 import { foregroundTimers, type Soon } from "../runtime/timers.js";
 import type { AcquireReply } from "../store/contract/types.js";
-import type { LocalJoin, LocalStore } from "../store/memory/index.js";
-import { type Acquired, acquired, type Refused, refused, why } from "./outcomes.js";
+import type { LocalStore } from "../store/memory/local.js";
+import type { LocalJoin } from "../store/memory/queue.js";
+import { acquired, refused, why } from "./outcomes.js";
+import type { Acquired, Refused } from "./types.js";
 
 /**
  * The embedded store answers at once, and hands a freed permit straight to a

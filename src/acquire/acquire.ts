@@ -4,10 +4,12 @@ import type { CallSettings } from "../options/settings.js";
 import { pauseUnlessAborted } from "../runtime/aborts.js";
 import { acquireOrCleanUp, leave, waiterLeaseOf } from "../store/access/bounded.js";
 import type { StoreSource } from "../store/access/client.js";
-import type { AcquireReply, QueueOptions, Store } from "../store/contract/types.js";
+import type { QueueOptions } from "../store/contract/calls.js";
+import type { AcquireReply, Store } from "../store/contract/types.js";
 import { isMemoryStore } from "../store/memory/index.js";
 import { acquireLocally } from "./acquire-local.js";
-import { type Acquired, acquired, type Refused, refused, why } from "./outcomes.js";
+import { acquired, refused, why } from "./outcomes.js";
+import type { Acquired, Refused } from "./types.js";
 import { WaitEnded, waitForGrant } from "./waiting.js";
 
 /**

@@ -1,43 +1,9 @@
-import type { NotAcquiredReason } from "../errors/index.js";
 import type { LeaseCall } from "../lease/call.js";
-import { type AcquiredEvent, channels, type RejectedEvent } from "../observability/events.js";
+import { channels } from "../observability/events.js";
+import type { AcquiredEvent, RejectedEvent } from "../observability/types.js";
 import { RETRY_AFTER_DEFAULT_MS } from "../options/defaults.js";
 import type { AcquireReply, Store } from "../store/contract/types.js";
-
-/** Why no lease was had: every permit taken (fail fast or spin), the queue at `maxQueue`, or `waitMs` spent. */
-export type RefusalReason = NotAcquiredReason;
-
-/**
- * A lease had: it runs a full lease from `sentAt`, or, handed off from the
- * queue without a claim round trip, until `until` at least, to be confirmed
- * (see `waitForGrant`).
- */
-export type Acquired = {
-  acquired: true;
-  store: Store;
-  token: string;
-  /** The grant's fence (see `Lease.fence`). */
-  fence: number;
-  sentAt: number;
-  waitedMs: number;
-  until?: number;
-  /** The embedded store's record of the lease (`LocalReply.held`), handed back on release and extend. */
-  held: object | undefined;
-};
-
-/**
- * A refusal. `retryAfterMs` is the estimate ({@link retryEstimateMs}), from
- * the id's typical hold (`holdMs`, the store's record) and the nearest lease
- * end (`expiresInMs`).
- */
-export type Refused = {
-  acquired: false;
-  retryAfterMs: number;
-  holdMs: number | undefined;
-  expiresInMs: number;
-  reason: RefusalReason;
-  waitedMs: number;
-};
+import type { Acquired, RefusalReason, Refused } from "./types.js";
 
 /**
  * When a retry is likely to succeed: the typical hold (or, unknown, the

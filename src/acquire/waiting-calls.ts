@@ -1,7 +1,8 @@
 import { type AcquireCalls, badReply, bounded, failed, send } from "../store/access/bounded.js";
 import { breakerOf } from "../store/access/breaker.js";
+import type { Grant, QueueOptions } from "../store/contract/calls.js";
 import { isAcquireReply, isFunction, isGrant, isWaiterRefresh } from "../store/contract/replies.js";
-import type { AcquireReply, Grant, QueueOptions, Store, WaiterRefresh } from "../store/contract/types.js";
+import type { AcquireReply, Store, WaiterRefresh } from "../store/contract/types.js";
 
 /** The calls a wait makes on its key, beyond those of any acquire. */
 export interface WaitingCalls extends AcquireCalls {

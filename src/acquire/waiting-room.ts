@@ -2,7 +2,8 @@
 // timer, one periodic refresh). waiting.ts runs one waiter's wait in it.
 import { ShutdownError, StorePermissionError } from "../errors/index.js";
 import { MAX_MS } from "../options/validate.js";
-import type { Grant, Store } from "../store/contract/types.js";
+import type { Grant } from "../store/contract/calls.js";
+import type { Store } from "../store/contract/types.js";
 import { refreshWaiters, type WaitingCalls, watchGrants } from "./waiting-calls.js";
 
 /**

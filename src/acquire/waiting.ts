@@ -1,7 +1,8 @@
 import { StorePermissionError } from "../errors/index.js";
 import { offAbort, onAbort } from "../runtime/aborts.js";
 import { leave, leaveIfTaken } from "../store/access/bounded.js";
-import type { AcquireReply, QueueOptions, Store } from "../store/contract/types.js";
+import type { QueueOptions } from "../store/contract/calls.js";
+import type { AcquireReply, Store } from "../store/contract/types.js";
 import { claim, type WaitingCalls } from "./waiting-calls.js";
 import { type Due, roomFor, type Waiter } from "./waiting-room.js";
 

@@ -1,4 +1,5 @@
-import { byAge, type Holder, holderOf } from "../lease/owner.js";
+import { byAge, holderOf } from "../lease/owner.js";
+import type { Holder } from "../lease/types.js";
 import type { Store } from "../store/contract/types.js";
 
 /** What the command looks at: one id of one kind under one prefix, and its store key. */

@@ -1,10 +1,11 @@
-import type { Acquired, Refused } from "../acquire/outcomes.js";
+import type { Acquired, Refused } from "../acquire/types.js";
 import type { WaitingCalls } from "../acquire/waiting-calls.js";
 import type { LeaseholdError, LeaseLostError } from "../errors/index.js";
-import { type Subject, subjectOf } from "../observability/events.js";
+import { subjectOf } from "../observability/events.js";
+import type { Subject } from "../observability/types.js";
 import type { CallSettings } from "../options/settings.js";
-import type { AcquireReply, QueueOptions, Store, TenantOptions, WaiterRefresh } from "../store/contract/types.js";
-import type { LeaseHandle } from "./handle.js";
+import type { QueueOptions, TenantOptions } from "../store/contract/calls.js";
+import type { AcquireReply, Store, WaiterRefresh } from "../store/contract/types.js";
 import type { TokenTag } from "./token.js";
 
 /** A tenant and its share of an id, as one semaphore call asks for them. */
@@ -18,9 +19,9 @@ export interface Tenant extends TenantOptions {
  * What a semaphore and a lock do differently is said by their subclass
  * (semaphore/call.ts, lock/call.ts); every step they share (acquire.ts,
  * leasing.ts, handle.ts) takes this. One object with methods rather
- * than a closure per step: a request makes one of these.
+ * than a closure per step: a request makes one of these. `L`: the lease handle it makes.
  */
-export abstract class LeaseCall<L extends LeaseHandle = LeaseHandle> implements WaitingCalls {
+export abstract class LeaseCall<L = unknown> implements WaitingCalls {
   /** Set once acquired: the store the lease lives in. */
   store!: Store;
   readonly leaseMs: number;

@@ -1,5 +1,6 @@
-import type { Acquired } from "../acquire/outcomes.js";
-import { channels, type LostEvent, type ReleasedEvent, type Subject } from "../observability/events.js";
+import type { Acquired } from "../acquire/types.js";
+import { channels } from "../observability/events.js";
+import type { LostEvent, ReleasedEvent, Subject } from "../observability/types.js";
 import { positiveMs } from "../options/validate.js";
 import { backgroundTimers, type Due } from "../runtime/timers.js";
 import { bounded, send } from "../store/access/bounded.js";
@@ -8,7 +9,7 @@ import { isMemoryStore } from "../store/memory/index.js";
 import type { LeaseCall } from "./call.js";
 import { Confirmation } from "./confirmation.js";
 import { holdToReport } from "./hold-samples.js";
-import { AFTER, BEFORE, TRACKED } from "./holdings.js";
+import { AFTER, BEFORE, TRACKED } from "./links.js";
 import type { Lease } from "./types.js";
 
 /** What tracks the leases a factory holds (see `holdings.ts`): told when one is given back. */

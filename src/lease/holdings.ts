@@ -3,49 +3,12 @@ import { ShutdownError } from "../errors/index.js";
 import { CLOSE_GRACE_MS } from "../options/defaults.js";
 import { CLOSE_OPTIONS } from "../options/lists.js";
 import type { CallSettings } from "../options/settings.js";
+import type { CloseOptions } from "../options/types.js";
 import { delayMs, knownOptions, optionsObject } from "../options/validate.js";
 import { offAbort, onAbort } from "../runtime/aborts.js";
 import type { StoreSource } from "../store/access/client.js";
 import type { LeaseHandle, LeaseOwner } from "./handle.js";
-
-/**
- * Options of `close()` on a semaphore, a lock or an adapter's middleware.
- *
- * @example
- * ```ts
- * process.once("SIGTERM", () => void slots.close({ graceMs: 10_000 }));
- * ```
- */
-export interface CloseOptions {
-  /**
-   * How long work that holds a lease may go on after its `signal` aborted
-   * with a `ShutdownError`. A lease still held when it ends is released
-   * anyway, and reported as lost (the `lost` event, `run` rejecting with the
-   * LeaseLost error whose `cause` is the `ShutdownError`). 0 releases at once.
-   * @default 5000
-   */
-  graceMs?: number;
-}
-
-/**
- * What can be closed for a clean shutdown: the adapters' middleware.
- *
- * @example
- * ```ts
- * const closing: Closable[] = [];
- * process.once("SIGTERM", () => void Promise.all(closing.map((limiter) => limiter.close({ graceMs: 10_000 }))));
- * ```
- */
-export interface Closable {
-  /**
-   * Stops admitting (later requests, and those waiting, are answered 503
-   * `shutting-down`), aborts the signal of every request in flight with a
-   * `ShutdownError`, and resolves once their permits are back: when their
-   * work ends, at the latest when `graceMs` ends. A second call returns the
-   * same promise.
-   */
-  close(options?: CloseOptions): Promise<void>;
-}
+import { AFTER, BEFORE, TRACKED } from "./links.js";
 
 /** The grace of a `close(options)` call: checked like any option, before anything is closed. */
 export function graceOf(options: CloseOptions | undefined): number {
@@ -62,11 +25,6 @@ export interface Linked {
   settings: CallSettings;
   unlink(): void;
 }
-
-/** A lease's links among its owner's leases: symbol keys, so that `JSON.stringify(lease)` meets no cycle. */
-export const TRACKED: unique symbol = Symbol("leasehold.tracked");
-export const BEFORE: unique symbol = Symbol("leasehold.before");
-export const AFTER: unique symbol = Symbol("leasehold.after");
 
 /** Past this many tracked leases, lapsed ones (an `acquire` never released) are forgotten before adding more. */
 const SWEEP_FROM = 1024;

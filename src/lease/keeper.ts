@@ -1,4 +1,5 @@
-import { channels, type RenewErrorEvent } from "../observability/events.js";
+import { channels } from "../observability/events.js";
+import type { RenewErrorEvent } from "../observability/types.js";
 import type { CallSettings } from "../options/settings.js";
 import { backgroundTimers, type Soon } from "../runtime/timers.js";
 import type { LeaseHandle } from "./handle.js";

@@ -1,17 +1,21 @@
 import { acquireLease } from "../acquire/acquire.js";
-import { type Acquired, publishAcquired, type Refused } from "../acquire/outcomes.js";
+import { publishAcquired } from "../acquire/outcomes.js";
+import type { Acquired, Refused } from "../acquire/types.js";
 import { withoutStack } from "../errors/base.js";
 import { ValidationError } from "../errors/index.js";
-import { type Subject, subjectOf } from "../observability/events.js";
+import { subjectOf } from "../observability/events.js";
+import type { Subject } from "../observability/types.js";
 import { type CallSettings, type Defaults, type LeaseOption, resolveDefaults } from "../options/settings.js";
+import type { CloseOptions } from "../options/types.js";
 import { id as checkId, knownOptions, optionsObject } from "../options/validate.js";
 import { bounded, send } from "../store/access/bounded.js";
-import { breakerOf, healthOfSource, type StoreHealth } from "../store/access/breaker.js";
+import { breakerOf, healthOfSource } from "../store/access/breaker.js";
+import type { StoreHealth } from "../store/access/types.js";
 import { isInspection } from "../store/contract/replies.js";
 import type { Inspection, Store } from "../store/contract/types.js";
 import type { LeaseCall } from "./call.js";
 import { LeaseHandle } from "./handle.js";
-import { type CloseOptions, Holdings } from "./holdings.js";
+import { Holdings } from "./holdings.js";
 import { keepLease } from "./keeper.js";
 
 /**

@@ -96,3 +96,39 @@ export interface SemaphoreLease extends Lease {
  * ```
  */
 export type LockLease = Lease;
+
+/**
+ * Who holds a lease, read from its token, as `holders(id)` and
+ * `holder(id)` report it.
+ *
+ * @example
+ * ```ts
+ * for (const h of await slots.holders("openai")) {
+ *   console.log(h.owner, `${Date.now() - (h.acquiredAt ?? Date.now())} ms`, h.weight);
+ * }
+ * ```
+ */
+export interface Holder {
+  /** The lease's token; `leasehold release --token` takes it (or a unique prefix of it). */
+  token: string;
+  /**
+   * Who took the lease: the `owner` option of the call or of its factory,
+   * `<hostname>:<pid>` by default. Absent for a token that carries none
+   * (taken by an older leasehold, or through a store directly).
+   */
+  owner?: string;
+  /**
+   * When the call that took the lease asked for it, in ms since the epoch, by
+   * the clock of the process that took it (a caller that queued: when it
+   * started waiting). Absent, as `owner`.
+   */
+  acquiredAt?: number;
+  /** When the lease ends unless renewed, in ms since the epoch, by this process's clock (the store's figure, not the holder's). */
+  expiresAt: number;
+  /** Permits it holds (1 for a lock). */
+  weight: number;
+  /** The tenant its permits count against, when the call passed one. */
+  tenant?: string;
+  /** The limit a semaphore lease was taken under; absent for a lock. */
+  limit?: number;
+}

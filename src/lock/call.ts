@@ -1,13 +1,14 @@
-import type { Acquired, Refused } from "../acquire/outcomes.js";
+import type { Acquired, Refused } from "../acquire/types.js";
 import { LockLeaseLostError, LockNotAcquiredError } from "../errors/index.js";
 import { LeaseCall } from "../lease/call.js";
 import { LeaseHandle } from "../lease/handle.js";
 import type { TokenTag } from "../lease/token.js";
 import type { CallSettings } from "../options/settings.js";
-import type { AcquireReply, QueueOptions, Store, WaiterRefresh } from "../store/contract/types.js";
+import type { QueueOptions } from "../store/contract/calls.js";
+import type { AcquireReply, Store, WaiterRefresh } from "../store/contract/types.js";
 
 /** One call of a lock, and the store calls of its acquisition and lease (see `LeaseCall`). */
-export class LockCall extends LeaseCall {
+export class LockCall extends LeaseCall<LeaseHandle> {
   readonly limit = 1;
   readonly weight = 1;
 

@@ -1,7 +1,8 @@
 import type { LeaseHandle } from "../lease/handle.js";
 import { Leasing, type Primitive } from "../lease/leasing.js";
-import { checkOwner, defaultOwner, type Holder, holderOf } from "../lease/owner.js";
+import { checkOwner, defaultOwner, holderOf } from "../lease/owner.js";
 import { ownerTag, TokenTag } from "../lease/token.js";
+import type { Holder } from "../lease/types.js";
 import { subjectOf } from "../observability/events.js";
 import { LOCK_TTL_MS } from "../options/defaults.js";
 import { LOCK_ACQUIRE_OPTIONS, LOCK_FACTORY_OPTIONS, LOCK_RUN_OPTIONS } from "../options/lists.js";
@@ -10,7 +11,7 @@ import { id as checkId } from "../options/validate.js";
 import { isLockStats } from "../store/contract/replies.js";
 import type { LockStats } from "../store/contract/types.js";
 import { LockCall } from "./call.js";
-import type { Lock } from "./index.js";
+import type { Lock } from "./types.js";
 
 const LOCK: Primitive = {
   kind: "lock",

@@ -1,58 +1,20 @@
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
-import type { Semaphore } from "../semaphore/index.js";
-import {
-  type AcquiredEvent,
-  CHANNELS,
-  type HttpRejectedEvent,
-  type LostEvent,
-  nameOf,
-  type RejectedEvent,
-  type ReleasedEvent,
-  type RenewErrorEvent,
-  type StoreDownEvent,
-  type StoreErrorEvent,
-  type StoreUpEvent,
-  type Subject,
-} from "./events.js";
-
-/** The attributes of every leasehold metric: the name, never the tenant part of the id unless asked. */
-export type MetricAttributes = {
-  kind: string;
-  name: string;
-  id?: string;
-  /** With `tenantAttribute`: the tenant a semaphore call (or an adapter's `tenant`) named. */
-  tenant?: string;
-};
-
-/** What an exporter does with each event (OpenTelemetry and prom-client implement it). */
-export interface MetricsSink {
-  acquired(attributes: MetricAttributes, waitedMs: number): void;
-  rejected(attributes: MetricAttributes & { reason: string }, waitedMs: number): void;
-  released(attributes: MetricAttributes, heldMs: number): void;
-  lost(attributes: MetricAttributes): void;
-  renewError(attributes: MetricAttributes): void;
-  storeError(attributes: { store: string; operation: string; kind?: string; name?: string }): void;
-  /** A store went down (calls could not reach it; acquires now fail at once until a probe answers). */
-  storeDown(attributes: { store: string }): void;
-  httpRejected(attributes: MetricAttributes & { status: number; reason: string }): void;
-}
-
-/** Options shared by the OpenTelemetry and Prometheus exporters. */
-export interface ExportOptions {
-  /**
-   * Add the full lease id (`openai:tenant-42`) as an attribute, and the
-   * tenant of calls that name one (`tenant`, as the adapters' `tenant`
-   * option passes it). Off by default: tenant ids would make one series per
-   * tenant.
-   * @default false
-   */
-  tenantAttribute?: boolean;
-  /**
-   * Semaphore ids whose permits used and available are read with `stats()`
-   * at every collection (one store round trip each).
-   */
-  track?: { semaphore: Semaphore; id: string }[];
-}
+import { CHANNELS, nameOf } from "./events.js";
+import type {
+  AcquiredEvent,
+  ExportOptions,
+  HttpRejectedEvent,
+  LostEvent,
+  MetricAttributes,
+  MetricsSink,
+  RejectedEvent,
+  ReleasedEvent,
+  RenewErrorEvent,
+  StoreDownEvent,
+  StoreErrorEvent,
+  StoreUpEvent,
+  Subject,
+} from "./types.js";
 
 /**
  * Subscribes a sink to every leasehold channel, and keeps the process-local

@@ -1,8 +1,15 @@
-import type { CloseOptions } from "../lease/holdings.js";
-import type { LockAcquireOptions, LockOptions, LockRunOptions } from "../lock/index.js";
-import type { SemaphoreAcquireOptions, SemaphoreOptions, SemaphoreRunOptions } from "../semaphore/index.js";
-import type { TenantCallOptions, TenantFactoryOptions } from "../semaphore/tenants.js";
-import type { CallOptions, KeepingOptions, OwnerOptions, RetryOptions, WaitOptions } from "./types.js";
+import type { LockAcquireOptions, LockOptions, LockRunOptions } from "../lock/types.js";
+import type { SemaphoreAcquireOptions, SemaphoreOptions, SemaphoreRunOptions } from "../semaphore/types.js";
+import type {
+  CallOptions,
+  CloseOptions,
+  KeepingOptions,
+  OwnerOptions,
+  RetryOptions,
+  TenantCallOptions,
+  TenantFactoryOptions,
+  WaitOptions,
+} from "./types.js";
 
 // The names each call accepts (anything else is refused, see `knownOptions`). Each list
 // `satisfies` its interface, so it names nothing the interface lacks; test/option-lists.test.ts

@@ -105,3 +105,51 @@ export interface KeepingOptions {
    */
   onRenewError?: (error: unknown) => void;
 }
+
+/** The tenant options a semaphore call may pass. */
+export interface TenantCallOptions {
+  /**
+   * Who the call is for, when several tenants share the id's permits: its
+   * lease counts against the id's `limit` and against its tenant's
+   * `tenantLimit`, and when callers queue, tenants are served in turn.
+   */
+  tenant?: string;
+  /**
+   * The most permits this call's tenant may hold at once (weights count), at
+   * most the id's limit. Overrides the semaphore's `tenantLimit`.
+   */
+  tenantLimit?: number;
+  /** The most callers of this tenant waiting on the id; one more is refused at once. @default unbounded */
+  tenantMaxQueue?: number;
+}
+
+/** The tenant defaults a semaphore takes. */
+export interface TenantFactoryOptions {
+  /**
+   * The most permits one tenant may hold at once: a number, or a function of
+   * the tenant (premium tenants get more). At most the id's limit. Required
+   * (here or per call) for any call that passes a `tenant`.
+   */
+  tenantLimit?: number | ((tenant: string) => number);
+  /** The most callers of one tenant waiting on one id. @default unbounded */
+  tenantMaxQueue?: number;
+}
+
+/**
+ * Options of `close()` on a semaphore, a lock or an adapter's middleware.
+ *
+ * @example
+ * ```ts
+ * process.once("SIGTERM", () => void slots.close({ graceMs: 10_000 }));
+ * ```
+ */
+export interface CloseOptions {
+  /**
+   * How long work that holds a lease may go on after its `signal` aborted
+   * with a `ShutdownError`. A lease still held when it ends is released
+   * anyway, and reported as lost (the `lost` event, `run` rejecting with the
+   * LeaseLost error whose `cause` is the `ShutdownError`). 0 releases at once.
+   * @default 5000
+   */
+  graceMs?: number;
+}

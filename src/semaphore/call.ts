@@ -1,11 +1,12 @@
-import type { Acquired, Refused } from "../acquire/outcomes.js";
+import type { Acquired, Refused } from "../acquire/types.js";
 import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError } from "../errors/index.js";
 import { LeaseCall, type Tenant } from "../lease/call.js";
 import { LeaseHandle } from "../lease/handle.js";
 import type { TokenTag } from "../lease/token.js";
 import type { SemaphoreLease } from "../lease/types.js";
 import type { CallSettings } from "../options/settings.js";
-import type { AcquireReply, QueueOptions, Store, WaiterRefresh } from "../store/contract/types.js";
+import type { QueueOptions } from "../store/contract/calls.js";
+import type { AcquireReply, Store, WaiterRefresh } from "../store/contract/types.js";
 
 /** A semaphore's lease: the limit, weight and tenant it was taken with. */
 export class SemaphoreLeaseHandle extends LeaseHandle implements SemaphoreLease {

@@ -1,7 +1,8 @@
 import { ValidationError } from "../errors/index.js";
 import { Leasing, type Primitive } from "../lease/leasing.js";
-import { byAge, checkOwner, defaultOwner, type Holder, holderOf } from "../lease/owner.js";
+import { byAge, checkOwner, defaultOwner, holderOf } from "../lease/owner.js";
 import { limitTag, ownerTag, TokenTag } from "../lease/token.js";
+import type { Holder } from "../lease/types.js";
 import { subjectOf } from "../observability/events.js";
 import { SEMAPHORE_LEASE_MS } from "../options/defaults.js";
 import {
@@ -11,12 +12,13 @@ import {
   TENANT_STATS_OPTIONS,
 } from "../options/lists.js";
 import { factoryOptions, resolveCall } from "../options/settings.js";
+import type { TenantCallOptions } from "../options/types.js";
 import { id as checkId, integerAtLeast, knownOptions, optionsObject } from "../options/validate.js";
 import { isCount, isCounts } from "../store/contract/replies.js";
 import type { SemaphoreCounts } from "../store/contract/types.js";
 import { SemaphoreCall, type SemaphoreLeaseHandle } from "./call.js";
-import type { Semaphore, SemaphoreStats, TenantStats } from "./index.js";
-import { type TenantCallOptions, type TenantDefaults, tenantDefaults, tenantOfCall } from "./tenants.js";
+import { type TenantDefaults, tenantDefaults, tenantOfCall } from "./tenants.js";
+import type { Semaphore, SemaphoreStats, TenantStats } from "./types.js";
 
 const SEMAPHORE: Primitive = {
   kind: "semaphore",

@@ -1,35 +1,7 @@
 import { ValidationError } from "../errors/index.js";
 import type { Tenant } from "../lease/call.js";
+import type { TenantCallOptions } from "../options/types.js";
 import { tenant as checkTenant, integerAtLeast } from "../options/validate.js";
-
-/** The tenant options a semaphore call may pass. */
-export interface TenantCallOptions {
-  /**
-   * Who the call is for, when several tenants share the id's permits: its
-   * lease counts against the id's `limit` and against its tenant's
-   * `tenantLimit`, and when callers queue, tenants are served in turn.
-   */
-  tenant?: string;
-  /**
-   * The most permits this call's tenant may hold at once (weights count), at
-   * most the id's limit. Overrides the semaphore's `tenantLimit`.
-   */
-  tenantLimit?: number;
-  /** The most callers of this tenant waiting on the id; one more is refused at once. @default unbounded */
-  tenantMaxQueue?: number;
-}
-
-/** The tenant defaults a semaphore takes. */
-export interface TenantFactoryOptions {
-  /**
-   * The most permits one tenant may hold at once: a number, or a function of
-   * the tenant (premium tenants get more). At most the id's limit. Required
-   * (here or per call) for any call that passes a `tenant`.
-   */
-  tenantLimit?: number | ((tenant: string) => number);
-  /** The most callers of one tenant waiting on one id. @default unbounded */
-  tenantMaxQueue?: number;
-}
 
 /** The tenant defaults of a semaphore, checked once. */
 export interface TenantDefaults {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { lock, memoryStore, redisStore, type Store, semaphore, ValidationError } from "../../src/index.js";
+import { lock, memoryStore, redisStore, semaphore, ValidationError } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { newRedis } from "../support/redis.js";
 
 // Found by review (#13): a store is told apart by its two `acquire` calls alone (src/store/contract/shape.ts),

@@ -4,7 +4,8 @@
 // back when its late answer arrives.
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { redisStore, type Store, StoreUnavailableError, semaphore } from "../../src/index.js";
+import { redisStore, StoreUnavailableError, semaphore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { newRedis } from "../support/redis.js";
 import { type AnyCall, eventually, mapCalls } from "../support/stores.js";
 

@@ -4,7 +4,8 @@
 // With `await fn(lease)` the throw was the body's failure and the lease was given back.
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { memoryStore, redisStore, type Store, semaphore } from "../../src/index.js";
+import { memoryStore, redisStore, semaphore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { newRedis } from "../support/redis.js";
 
 const poisoned = () => ({

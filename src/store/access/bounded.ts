@@ -1,11 +1,13 @@
 import { LeaseholdError, StorePermissionError, StoreUnavailableError } from "../../errors/index.js";
-import { channels, type StoreErrorEvent, type Subject } from "../../observability/events.js";
+import { channels } from "../../observability/events.js";
+import type { StoreErrorEvent, Subject } from "../../observability/types.js";
 import { WAITER_LEASE_MS } from "../../options/defaults.js";
+import type { QueueOptions } from "../contract/calls.js";
 import { isAcquireReply } from "../contract/replies.js";
 import { answersInProcess } from "../contract/shape.js";
-import { type AcquireReply, declaredMs, declaredTimeoutMs, type QueueOptions, type Store } from "../contract/types.js";
+import type { AcquireReply, Store } from "../contract/types.js";
 import { breakerOf } from "./breaker.js";
-import { deadlinesOf } from "./deadlines.js";
+import { deadlinesOf, declaredMs, declaredTimeoutMs } from "./deadlines.js";
 
 /**
  * The embedded store itself answers in this process and never hangs: no timer on its path. Every

@@ -1,31 +1,12 @@
 import { ShutdownError, StoreUnavailableError } from "../../errors/index.js";
-import { channels, type StoreDownEvent, type StoreUpEvent } from "../../observability/events.js";
+import { channels } from "../../observability/events.js";
+import type { StoreDownEvent, StoreUpEvent } from "../../observability/types.js";
 import { FIRST_PROBE_MS, MOST_PROBE_MS } from "../../options/defaults.js";
-import { declaredTimeoutMs, type Store } from "../contract/types.js";
+import type { Store } from "../contract/types.js";
 import { isMemoryStore } from "../memory/index.js";
 import type { StoreSource } from "./client.js";
-
-/**
- * Whether a store answers, as this process has seen it: `up`, or `down`
- * since a call failed to reach it, with when the next probe goes out.
- *
- * @example
- * ```ts
- * const health: StoreHealth = await slots.health();
- * if (health.state === "down") log.warn({ nextProbeInMs: health.nextProbeInMs }, "leasehold store down");
- * ```
- */
-export interface StoreHealth {
-  state: "up" | "down";
-  /** The store's kind (`"redis"`, `"memory"`, a custom store's). */
-  store: string;
-  /** While down: ms since the first failure. */
-  downForMs?: number;
-  /** While down: ms until the next probe (what a refused caller's `Retry-After` says). */
-  nextProbeInMs?: number;
-  /** While down: the failure that took it down, or the last probe's. */
-  lastError?: Error;
-}
+import { declaredTimeoutMs } from "./deadlines.js";
+import type { StoreHealth } from "./types.js";
 
 /**
  * Error replies that mean "the server is there but cannot serve any call

@@ -3,25 +3,9 @@ import { CLIENT_RESOLVE_TIMEOUT_MS } from "../../options/defaults.js";
 import { isStore, refuseIncompleteStore, refusePositionalStore } from "../contract/shape.js";
 import type { Store } from "../contract/types.js";
 import { defaultStore } from "../memory/index.js";
-import { ACCEPTED_CLIENTS, isRedisClient, type RedisClient } from "../redis/clients.js";
-import { type RedisStore, redisStore } from "../redis/index.js";
-
-/**
- * What `client` accepts: a store, a Redis client (an ioredis or iovalkey
- * `Redis` or `Cluster`, a node-redis `createClient()` or `createCluster()`,
- * recognised by shape), a promise of either, or a function returning either
- * (called once, on first use, and again only if it failed).
- *
- * @example
- * ```ts
- * const client: ClientInput = redisStore(new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379"), { timeoutMs: 500 });
- * ```
- */
-export type ClientInput =
-  | Store
-  | RedisClient
-  | PromiseLike<Store | RedisClient>
-  | (() => Store | RedisClient | PromiseLike<Store | RedisClient>);
+import { ACCEPTED_CLIENTS, isRedisClient } from "../redis/clients.js";
+import { redisStore } from "../redis/index.js";
+import type { RedisClient, RedisStore } from "../redis/types.js";
 
 /** A lazily resolved store: `get()` answers synchronously once resolved. */
 export interface StoreSource {

@@ -3,6 +3,9 @@
 // more than the rest of a coalesced call (bench/HISTORY.md, "client cost"); calls of one store under
 // the same bound end in the order they were sent, so one timer per store, armed for the oldest
 // call still out, bounds them all.
+import { STORE_TIMEOUT_MS } from "../../options/defaults.js";
+import { MAX_MS } from "../../options/validate.js";
+import type { Store } from "../contract/types.js";
 
 /** One call in flight: when it times out, and what to do then. */
 export interface InFlight {
@@ -136,4 +139,19 @@ export function deadlinesOf(store: object): Deadlines {
     perStore.set(store, deadlines);
   }
   return deadlines;
+}
+
+/**
+ * A duration a store declares about itself, or `fallback` when it declares
+ * none or one a timer cannot hold (a custom store's `Infinity` or `"5s"`
+ * would make every timer built on it fire at once).
+ */
+export function declaredMs(store: Store, property: "timeoutMs" | "waiterLeaseMs", fallback: number): number {
+  const own = (store as { timeoutMs?: unknown; waiterLeaseMs?: unknown })[property];
+  return typeof own === "number" && own >= 1 && own <= MAX_MS ? own : fallback;
+}
+
+/** The longest one round trip to `store` may take: what it declares, else 2 s (the breaker's probe and every call alike). */
+export function declaredTimeoutMs(store: Store): number {
+  return declaredMs(store, "timeoutMs", STORE_TIMEOUT_MS);
 }

@@ -1,6 +1,5 @@
 // The one object each store call takes. Optional fields accept `undefined` as well as absence, so
 // that the engine can pass what it holds (a lease with no tenant) without building a second object.
-import type { Grant, QueueOptions, TenantOptions } from "./types.js";
 
 /**
  * A call about one id: `storeKey` is the base key the primitive derives from
@@ -147,4 +146,37 @@ export interface RefreshWaitersCall extends KeyCall {
  */
 export interface WatchCall extends KeyCall {
   onGrant: (grant: Grant) => void;
+}
+
+/** How a caller that finds no permit joins the waiting room. */
+export interface QueueOptions {
+  /**
+   * The waiter's own lease: its process must refresh it within this time, or
+   * the waiter is dropped (its process died). A permit granted to a waiter
+   * stays reserved until its waiter lease ends, unless it is claimed first.
+   */
+  waiterLeaseMs: number;
+  /** The most waiters on one id; 0 for no bound. */
+  maxQueue: number;
+}
+
+/**
+ * A tenant's share of a semaphore id, as one call asks for it: at most
+ * `limit` permits held by the tenant at once, and at most `maxQueue` of its
+ * callers waiting (0: no bound of its own). The tenant itself travels in the
+ * lease token (`<random>@<tenant>`: what follows its first `@`), so that every later
+ * call on the lease (extend, release, leave) counts against it without saying so.
+ */
+export interface TenantOptions {
+  limit: number;
+  maxQueue: number;
+}
+
+/** Waiters just granted permits, their fences, and how long the grants stay reserved if nobody claims them. */
+export interface Grant {
+  tokens: readonly string[];
+  /** The fence of each grant, in the order of `tokens`. */
+  fences: readonly number[];
+  /** The granted waiters' own lease, as the grant found it: the grant stays reserved this long unless claimed. */
+  waiterLeaseMs: number;
 }

@@ -2,9 +2,9 @@
 // garbled reply) that answers anything else is a store failure (see store/access/bounded.ts), never a crash.
 
 import { MAX_MS } from "../../options/validate.js";
+import type { Grant } from "./calls.js";
 import type {
   AcquireReply,
-  Grant,
   InspectedEntry,
   Inspection,
   LockStats,

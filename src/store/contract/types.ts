@@ -1,5 +1,3 @@
-import { STORE_TIMEOUT_MS } from "../../options/defaults.js";
-import { MAX_MS } from "../../options/validate.js";
 import type * as calls from "./calls.js";
 
 /**
@@ -27,45 +25,6 @@ export interface AcquireReply {
    * absent when none was recorded lately.
    */
   holdMs?: number;
-}
-
-/** How a caller that finds no permit joins the waiting room. */
-export interface QueueOptions {
-  /**
-   * The waiter's own lease: its process must refresh it within this time, or
-   * the waiter is dropped (its process died). A permit granted to a waiter
-   * stays reserved until its waiter lease ends, unless it is claimed first.
-   */
-  waiterLeaseMs: number;
-  /** The most waiters on one id; 0 for no bound. */
-  maxQueue: number;
-}
-
-/**
- * A tenant's share of a semaphore id, as one call asks for it: at most
- * `limit` permits held by the tenant at once, and at most `maxQueue` of its
- * callers waiting (0: no bound of its own). The tenant itself travels in the
- * lease token (`<random>@<tenant>`: what follows its first `@`), so that every later
- * call on the lease (extend, release, leave) counts against it without saying so.
- */
-export interface TenantOptions {
-  limit: number;
-  maxQueue: number;
-}
-
-/** The tenant a lease token belongs to: what follows its first `@` (tokens are base64url: none of their own). "" for none. */
-export function tenantOf(token: string): string {
-  const at = token.indexOf("@");
-  return at < 0 ? "" : token.slice(at + 1);
-}
-
-/** Waiters just granted permits, their fences, and how long the grants stay reserved if nobody claims them. */
-export interface Grant {
-  tokens: readonly string[];
-  /** The fence of each grant, in the order of `tokens`. */
-  fences: readonly number[];
-  /** The granted waiters' own lease, as the grant found it: the grant stays reserved this long unless claimed. */
-  waiterLeaseMs: number;
 }
 
 /** What a store knows of one semaphore id. */
@@ -255,19 +214,4 @@ export interface Store {
    * was given. Idempotent. Optional for a custom store.
    */
   close?(): Promise<void>;
-}
-
-/**
- * A duration a store declares about itself, or `fallback` when it declares
- * none or one a timer cannot hold (a custom store's `Infinity` or `"5s"`
- * would make every timer built on it fire at once).
- */
-export function declaredMs(store: Store, property: "timeoutMs" | "waiterLeaseMs", fallback: number): number {
-  const own = (store as { timeoutMs?: unknown; waiterLeaseMs?: unknown })[property];
-  return typeof own === "number" && own >= 1 && own <= MAX_MS ? own : fallback;
-}
-
-/** The longest one round trip to `store` may take: what it declares, else 2 s (the breaker's probe and every call alike). */
-export function declaredTimeoutMs(store: Store): number {
-  return declaredMs(store, "timeoutMs", STORE_TIMEOUT_MS);
 }

@@ -1,3 +1,5 @@
+// The embedded store's entry (its public types are in types.ts). The modules beside it mirror the
+// Lua's (lua/lib/, lua/*.lua) file by file and function by function.
 import { WAITER_LEASE_MS } from "../../options/defaults.js";
 import { knownOptions, optionsObject, positiveMs } from "../../options/validate.js";
 import { answersInProcess } from "../contract/shape.js";
@@ -5,12 +7,7 @@ import type { Store } from "../contract/types.js";
 import { type MemoryClock, processClock } from "./clock.js";
 import type { LocalStore } from "./local.js";
 import { EmbeddedStore } from "./store.js";
-
-// The embedded store's public face. Its modules (./memory/) mirror the Lua's (lua/lib/, lua/*.lua)
-// file by file and function by function; this file stays where the engine and users import it from.
-export type { MemoryClock } from "./clock.js";
-export type { LocalStore } from "./local.js";
-export type { LocalJoin, LocalWaiter } from "./queue.js";
+import type { MemoryStore, MemoryStoreOptions } from "./types.js";
 
 /**
  * An in-process store with the same semantics as Redis, for one process,
@@ -44,38 +41,6 @@ export function createMemoryStore(
         ),
     clock,
   );
-}
-
-/**
- * The embedded store {@link memoryStore} makes.
- *
- * @example
- * ```ts
- * const store: MemoryStore = memoryStore();
- * await store.close();
- * ```
- */
-export interface MemoryStore extends Store {
-  readonly kind: "memory";
-  /**
-   * Drops every id the store keeps and its timer (none keeps the process
-   * alive even before); every later acquire, read or refresh is refused with
-   * `ShutdownError`, and an extend or release answers as for a lease nobody
-   * holds. Close the semaphores and locks made on it first. A second call
-   * returns the same promise.
-   */
-  close(): Promise<void>;
-}
-
-/** Options of {@link memoryStore}. */
-export interface MemoryStoreOptions {
-  /**
-   * How long a waiter stays queued without its waiting call refreshing it
-   * (refreshed every third of it); a permit granted to a waiter stays
-   * reserved until then, unless claimed first.
-   * @default 5000
-   */
-  waiterLeaseMs?: number;
 }
 
 /**

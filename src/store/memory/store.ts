@@ -1,16 +1,9 @@
 import { ShutdownError } from "../../errors/index.js";
 import type * as calls from "../contract/calls.js";
+import type { Grant, QueueOptions } from "../contract/calls.js";
 import { GroupedStore, type Kind } from "../contract/grouped.js";
 import { IN_PROCESS } from "../contract/shape.js";
-import type {
-  AcquireReply,
-  Grant,
-  Inspection,
-  LockStats,
-  QueueOptions,
-  SemaphoreCounts,
-  WaiterRefresh,
-} from "../contract/types.js";
+import type { AcquireReply, Inspection, LockStats, SemaphoreCounts, WaiterRefresh } from "../contract/types.js";
 import { type MemoryClock, processClock } from "./clock.js";
 import type { SemaphoreState } from "./holders.js";
 import type { LocalReply, LocalStore, Named } from "./local.js";

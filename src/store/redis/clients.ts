@@ -1,32 +1,8 @@
+import type { RedisClient } from "./types.js";
 // Every difference between the Redis client libraries leasehold accepts lives
 // here: the store (store.ts) talks to a ScriptClient only. No client package
 // is imported: clients are recognised by their shape, so a user of one library
 // never installs another.
-
-/**
- * An ioredis `Redis` or `Cluster`, or an iovalkey one (the ioredis fork for
- * Valkey): commands in lower case, replies as promises, connected on their
- * own. Typed structurally: any client with `evalsha` and `eval` fits.
- */
-export interface IoredisLikeClient {
-  evalsha(...args: never[]): Promise<unknown>;
-  eval(...args: never[]): Promise<unknown>;
-  duplicate?(...args: never[]): unknown;
-}
-
-/**
- * A node-redis client (`createClient()`) or cluster (`createCluster()`), from
- * the `redis` or `@redis/client` package, v5 or later. It may be passed before
- * it is connected: leasehold connects it on first use (see the README, Clients).
- */
-export interface NodeRedisLikeClient {
-  evalSha(...args: never[]): Promise<unknown>;
-  connect(): Promise<unknown>;
-  readonly isOpen: boolean;
-}
-
-/** A Redis client leasehold can use: see {@link IoredisLikeClient} and {@link NodeRedisLikeClient}. */
-export type RedisClient = IoredisLikeClient | NodeRedisLikeClient;
 
 /** Which library, and whether a single connection or a cluster. iovalkey counts as ioredis. */
 export type ClientKind = "ioredis" | "ioredis-cluster" | "node-redis" | "node-redis-cluster";

@@ -2,7 +2,7 @@ import { ShutdownError } from "../../errors/index.js";
 import type * as calls from "../contract/calls.js";
 import { GroupedStore, type Kind } from "../contract/grouped.js";
 import type { AcquireReply, Inspection, LockStats, SemaphoreCounts, Store, WaiterRefresh } from "../contract/types.js";
-import { type RedisClient, type ScriptClient, scriptClient } from "./clients.js";
+import { type ScriptClient, scriptClient } from "./clients.js";
 import { Coalescer } from "./coalesce.js";
 import { FastPaths } from "./fast.js";
 import {
@@ -17,6 +17,7 @@ import {
   takeReply,
 } from "./replies.js";
 import { runScript, type Script, type Scripts, unexpected } from "./scripts.js";
+import type { RedisClient } from "./types.js";
 import { Announcements } from "./watch.js";
 
 /**

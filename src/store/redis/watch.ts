@@ -1,7 +1,7 @@
 // Grant announcements (lua/lib/grant.lua): a waiter hears that it was granted over pub/sub, or in
 // the reply of a release made by its own process.
 import { StoreUnavailableError } from "../../errors/index.js";
-import type { Grant } from "../contract/types.js";
+import type { Grant } from "../contract/calls.js";
 import type { ScriptClient, Subscriber } from "./clients.js";
 import { permissionError } from "./permissions.js";
 

@@ -1,7 +1,7 @@
-import type { LeaseLostError, StoreUnavailableError } from "../../src/errors/index.js";
-import { ENGINE_OPTIONS } from "../../src/options/lists.js";
-import type { ClientInput } from "../../src/store/access/client.js";
-import type { RejectionContext } from "./problem.js";
+import type { LeaseLostError, NotAcquiredReason, StoreUnavailableError } from "../../src/errors/index.js";
+import type { LockLease, SemaphoreLease } from "../../src/lease/types.js";
+import type { CloseOptions } from "../../src/options/types.js";
+import type { ClientInput } from "../../src/store/access/types.js";
 
 /**
  * Options every adapter takes, for semaphores and locks alike. `Req` is the
@@ -140,33 +140,152 @@ export type AdmissionRoute<Req, OnRejected> =
     }
   | { kind: "lock"; name: string; options?: LockAdmissionOptions<Req, OnRejected> | undefined };
 
-/** Options passed through to the engine primitive as they are (it validates them itself, at creation): the engine's own list. */
-export { ENGINE_OPTIONS };
+/**
+ * The lease a handler sees: its `signal` also aborts (with `ClientAbortedError`) when the client disconnects.
+ *
+ * @example
+ * ```ts
+ * function stopWith(lease: RequestLease | undefined): AbortSignal | undefined {
+ *   return lease?.signal;
+ * }
+ * ```
+ */
+export type RequestLease = SemaphoreLease | LockLease;
 
-/** Every option of {@link AdmissionOptions}: the engine's, and the adapter's own (test/http/option-lists.test.ts checks that it is all of them). */
-export const ADAPTER_OPTIONS = [
-  ...ENGINE_OPTIONS,
-  "key",
-  "skip",
-  "status",
-  "retryAfter",
-  "onRejected",
-  "onStoreError",
-  "onStoreUnavailable",
-  "onLeaseLost",
-  "disconnectGraceMs",
-  "exposeFence",
-] as const satisfies readonly (keyof AdmissionOptions<unknown>)[];
+/**
+ * What can be closed for a clean shutdown: the adapters' middleware.
+ *
+ * @example
+ * ```ts
+ * const closing: Closable[] = [];
+ * process.once("SIGTERM", () => void Promise.all(closing.map((limiter) => limiter.close({ graceMs: 10_000 }))));
+ * ```
+ */
+export interface Closable {
+  /**
+   * Stops admitting (later requests, and those waiting, are answered 503
+   * `shutting-down`), aborts the signal of every request in flight with a
+   * `ShutdownError`, and resolves once their permits are back: when their
+   * work ends, at the latest when `graceMs` ends. A second call returns the
+   * same promise.
+   */
+  close(options?: CloseOptions): Promise<void>;
+}
 
-/** Every option of {@link SemaphoreAdmissionOptions}. */
-export const SEMAPHORE_OPTIONS = [
-  ...ADAPTER_OPTIONS,
-  "leaseMs",
-  "weight",
-  "tenant",
-  "tenantLimit",
-  "tenantMaxQueue",
-] as const satisfies readonly (keyof SemaphoreAdmissionOptions<unknown>)[];
+/**
+ * Why a request was not admitted (or lost its admission): the engine's own
+ * reasons (`NotAcquiredReason`: `"full"` for a full semaphore or a held lock,
+ * `"tenant-full"`, `"queue-full"`, `"wait-timeout"`), and the adapter's
+ * (`"tenant-missing"`, `"store-unavailable"`, `"lease-lost"`,
+ * `"shutting-down"`). The problem `type` URI a client sees is coarser: see
+ * {@link ProblemType}.
+ *
+ * @example
+ * ```ts
+ * const onRejected: ExpressOnRejected = (_req, res, rejection) => {
+ *   res.status(rejection.reason === "store-unavailable" ? 503 : 429).set(rejection.headers).json(rejection.problem);
+ * };
+ * ```
+ */
+export type RejectionReason = NotAcquiredReason | "tenant-missing" | "store-unavailable" | "lease-lost" | "shutting-down";
 
-/** Every option of {@link LockAdmissionOptions}. */
-export const LOCK_OPTIONS = [...ADAPTER_OPTIONS, "ttlMs"] as const satisfies readonly (keyof LockAdmissionOptions<unknown>)[];
+/**
+ * The kinds of problem a refusal is answered with, each with a stable `type`
+ * URI ({@link PROBLEM_TYPES}): `semaphore-full` for a semaphore refused as
+ * full, with its queue full or after waiting (reasons `full`, `queue-full`,
+ * `wait-timeout`), `lock-held` for a lock refused likewise; the others are
+ * named as their reason.
+ *
+ * @example
+ * ```ts
+ * const busy: ProblemType[] = ["semaphore-full", "tenant-full", "lock-held"];
+ * ```
+ */
+export type ProblemType =
+  | "semaphore-full"
+  | "tenant-full"
+  | "tenant-missing"
+  | "lock-held"
+  | "store-unavailable"
+  | "lease-lost"
+  | "shutting-down";
+
+/**
+ * The `application/problem+json` body (RFC 9457) leasehold answers with,
+ * plus the lease `key` and `limit`.
+ *
+ * @example
+ * ```ts
+ * const problem = (await response.json()) as ProblemDetails;
+ * if (problem.type === PROBLEM_TYPES["semaphore-full"]) await sleep(problem.retryAfter * 1000);
+ * ```
+ */
+export interface ProblemDetails {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  /** The lease id the request asked for, e.g. `"openai:tenant-a"`. */
+  key: string;
+  /**
+   * The limit the request met: that id's (1 for a lock), or for
+   * `tenant-full` its tenant's `tenantLimit`. A tenant never sees the
+   * figures of the id's other tenants.
+   */
+  limit: number;
+  /** Seconds until a retry is likely to succeed, as in the Retry-After header. */
+  retryAfter: number;
+  /** For `tenant-full`: the request's own tenant. */
+  tenant?: string;
+  /** For `store-unavailable`: the kind of store that failed. */
+  store?: string;
+}
+
+/**
+ * What a refusal is about, before it is written as a response: what a
+ * `retryAfter` function is given, with leasehold's own estimate as
+ * `retryAfter`.
+ *
+ * @example
+ * ```ts
+ * semaphore("openai", 20, { retryAfter: (refusal) => (refusal.reason === "full" ? refusal.retryAfter : 30) });
+ * ```
+ */
+export interface RejectionContext {
+  reason: RejectionReason;
+  status: number;
+  /** The lease id the request asked for. */
+  key: string;
+  /** The limit the request met: that id's (1 for a lock), or for `tenant-full` its tenant's `tenantLimit`. */
+  limit: number;
+  /** Whole seconds until a retry is likely to succeed, at least 1. */
+  retryAfter: number;
+  /** The request's tenant, when its route names one (`tenant` option). */
+  tenant?: string | undefined;
+  /** The engine error behind it (`SemaphoreNotAcquiredError`, `LockNotAcquiredError`, `StoreUnavailableError`, a LeaseLost error). */
+  error: Error;
+}
+
+/**
+ * A refused request: what to answer, in a form every adapter can send or
+ * replace (`onRejected`).
+ *
+ * @example
+ * ```ts
+ * import { semaphore } from "leasehold/express";
+ * semaphore("openai", 20, {
+ *   onRejected: (_req, res, rejection) => void res.status(429).set(rejection.headers).json({ busy: rejection.problem.key }),
+ * });
+ * ```
+ */
+export interface Rejection {
+  reason: RejectionReason;
+  status: number;
+  /** Whole seconds, at least 1; 0 for `tenant-missing`, which a retry does not cure. */
+  retryAfter: number;
+  /** `Retry-After` (not for `tenant-missing`) and `Content-Type`. */
+  headers: Record<string, string>;
+  problem: ProblemDetails;
+  /** The engine error behind it (`SemaphoreNotAcquiredError`, `LockNotAcquiredError`, `StoreUnavailableError`, a LeaseLost error). */
+  error: Error;
+}
