@@ -194,7 +194,7 @@ export interface Store {
    * other store declaring 0 (a wrapper that inherits it) gets the default.
    */
   readonly timeoutMs?: number;
-  /** Default length of a waiter's own lease (see {@link QueueOptions.waiterLeaseMs}). */
+  /** Default length of a waiter's own lease (see {@link "leasehold/store"!QueueOptions.waiterLeaseMs}). */
   readonly waiterLeaseMs?: number;
 
   readonly semaphore: SemaphoreOperations;
