@@ -3,12 +3,12 @@
  *
  * @module leasehold/express
  */
-import type { NextFunction, Request, RequestHandler, Response } from "express";
+import type { Application, NextFunction, Request, RequestHandler, Response } from "express";
 import type { CloseOptions } from "../../src/options/types.js";
 import { Admission } from "../http/admission.js";
 import { parseAdmissionOptions } from "../http/config.js";
 import { type Admitted, Exchange, FENCE_HEADER, LeaseView } from "../http/exchange.js";
-import { reportHandlerEnd, sendRejection, watchNodeResponse } from "../http/node-response.js";
+import { handlerFailed, reportHandlerEnd, sendRejection, watchNodeResponse } from "../http/node-response.js";
 import type {
   AdmissionRoute,
   Closable,
@@ -121,12 +121,45 @@ function admitted(this: ExpressExchange, outcome: Admitted): void {
   }
 }
 
+/**
+ * Express's error path, where a guarded request's handler failure is heard: Express exposes no
+ * handler promise, but passes a failure to `next(error)` (Express 5 also passes an async handler's
+ * rejection there), and an error that no middleware of the app answers ends in Express's final
+ * handler, which destroys the socket of a response already started. Without this, that read as a
+ * client leaving: the permit was kept for `disconnectGraceMs` and then reported lost. Here the
+ * request ends at once, leasehold's own abort reasons get their documented answer (and are not
+ * logged as bugs), and every other error goes on to the app's final handler unchanged.
+ */
+function leaseholdErrors(error: unknown, _req: Request, res: Response, next: NextFunction): void {
+  if (!handlerFailed(res, error)) next(error);
+}
+
+/** The apps {@link leaseholdErrors} was added to. */
+const withErrors = new WeakSet<Application>();
+
+/**
+ * Adds {@link leaseholdErrors} to the end of `app`'s stack, once per app, on its first guarded
+ * request: after the error middlewares the app registered when it was set up, so they see every
+ * error first, and ours sees only the errors they passed on. Mounted sub-apps get their own.
+ */
+function hearFailures(app: Application | undefined): void {
+  if (app === undefined || withErrors.has(app)) return;
+  withErrors.add(app);
+  app.use(leaseholdErrors);
+}
+
 function middleware(route: AdmissionRoute<Request, ExpressOnRejected>, where: string): LeaseholdMiddleware {
   const admission = new Admission(parseAdmissionOptions(route, where));
   const { config } = admission;
   const { name, disconnectGraceMs } = config;
   const settings: Route = { onRejected: config.onRejected, exposeFence: config.exposeFence };
+  // The app last seen: most middlewares serve one app, so most requests skip the set look-up.
+  let seen: Application | undefined;
   const handler = function leasehold(req: Request, res: Response, next: NextFunction): void {
+    if (req.app !== seen) {
+      seen = req.app;
+      hearFailures(seen);
+    }
     const exchange = new ExpressExchange(name, disconnectGraceMs, req, res, next, settings);
     watchNodeResponse(res, exchange);
     // Express does not expose the handler's promise: ending the response is the sign its work is done.
@@ -144,10 +177,15 @@ function middleware(route: AdmissionRoute<Request, ExpressOnRejected>, where: st
  * until the response is finished, and the handler reads it as `req.lease`,
  * whose `signal` aborts when it is lost, the client leaves, or the
  * middleware is closed (`close()`, for a clean shutdown). After a
- * disconnect the permit is held until the handler ends the response (or
- * calls `req.lease.release()`), at the latest `disconnectGraceMs`: Express
- * cannot see when a handler returns, so one that stops on abort should end
- * the response or release the lease.
+ * disconnect the permit is held until the handler ends the response,
+ * calls `req.lease.release()` or fails, at the latest `disconnectGraceMs`:
+ * Express cannot see when a handler returns, so one that stops on abort
+ * should end the response, release the lease, or let the signal's reason
+ * propagate (`next(error)`; in Express 5, a throw in an async handler). A
+ * handler that fails returns its permit at once, and leasehold's own abort
+ * reasons are answered as documented (503 `shutting-down` or `lease-lost`;
+ * nothing for a client that left): the middleware adds one error-handling
+ * middleware to the end of the app for that (see docs/adapters.md).
  *
  * @example
  * ```ts

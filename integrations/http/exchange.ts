@@ -172,6 +172,18 @@ export class Exchange {
     this.#settle();
   }
 
+  /**
+   * The handler failed (Express: `next(error)`, or its promise rejected): its work is over, and so is
+   * the request, whatever its response does next. The permit is given back now, and the connection
+   * closing afterwards (Express's final handler destroys the socket of a response already started) is
+   * not a client leaving: nothing is reported lost. Idempotent.
+   */
+  failed(): void {
+    this.#work = "ended";
+    this.#responded = true;
+    this.#settle();
+  }
+
   /** The client went away before the response finished: abort the handler's signal; the permit follows its work. */
   clientGone(): void {
     if (this.#responded || this.gone) return;

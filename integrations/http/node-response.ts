@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import type { LeaseLostError } from "../../src/errors/index.js";
 import type { Exchange } from "./exchange.js";
-import { leaseLostRejection } from "./problem.js";
+import { abortRejection, leaseLostRejection } from "./problem.js";
 import type { Rejection } from "./types.js";
 
 /** Writes a rejection as an `application/problem+json` response, with plain Node APIs (Express 4 and 5 alike). */
@@ -166,4 +166,28 @@ export function reportHandlerEnd(res: ServerResponse, exchange: Exchange): void 
     reporting[END] = res.end as Reporting[typeof END];
     res.end = reportingEnd as ServerResponse["end"];
   }
+}
+
+/**
+ * The handler of `res` failed with `error` (Express: `next(error)`, or its promise rejected): every
+ * exchange on the response ends now ({@link Exchange.failed}), so its permit returns at once and no
+ * loss is reported when the framework then cuts the connection. True when `error` is one of
+ * leasehold's own abort reasons, dealt with here so that the framework neither answers nor logs it:
+ * answered with its problem response (503 `shutting-down` or `lease-lost`) if the response has not
+ * started, cut if it has (a partial body must not look complete), left alone once answered (a lease
+ * lost before the response started was answered at the loss) or for a client that left. False for a
+ * response no leasehold middleware admitted, and for every other error: the framework's.
+ */
+export function handlerFailed(res: ServerResponse, error: unknown): boolean {
+  const innermost = (res as Reporting)[EXCHANGE];
+  if (innermost === undefined) return false;
+  for (let exchange: Exchange | undefined = innermost; exchange !== undefined; exchange = exchange.outer) {
+    exchange.failed();
+  }
+  const answer = abortRejection(error, innermost.id, innermost.limit);
+  if (answer === undefined) return false;
+  if (res.writableEnded || res.destroyed) return true;
+  if (answer === null || res.headersSent) res.destroy();
+  else sendRejection(res, answer);
+  return true;
 }

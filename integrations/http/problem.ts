@@ -1,4 +1,11 @@
-import { type LeaseLostError, type NotAcquiredReason, ShutdownError } from "../../src/errors/index.js";
+import {
+  ClientAbortedError,
+  type LeaseLostError,
+  LockLeaseLostError,
+  type NotAcquiredReason,
+  SemaphoreLeaseLostError,
+  ShutdownError,
+} from "../../src/errors/index.js";
 import type { ProblemDetails, ProblemType, Rejection, RejectionContext } from "./types.js";
 
 const TITLES: Record<ProblemType, string> = {
@@ -145,4 +152,35 @@ export function leaseLostRejection(error: LeaseLostError, key: string, limit: nu
     detail: `The permit on "${key}" was lost before the response started, so the request was stopped rather than run over the limit.`,
     error,
   });
+}
+
+/** One of the reasons leasehold aborts a request's `lease.signal` with. */
+type AbortReason = ShutdownError | LeaseLostError | ClientAbortedError;
+
+function isAbortReason(error: unknown): error is AbortReason {
+  return (
+    error instanceof ShutdownError ||
+    error instanceof SemaphoreLeaseLostError ||
+    error instanceof LockLeaseLostError ||
+    error instanceof ClientAbortedError
+  );
+}
+
+/**
+ * The answer to a request whose handler failed with one of leasehold's own abort reasons: what a
+ * handler that passes `lease.signal` to its work and lets the rejection propagate (as the docs
+ * recommend) fails with. The reason itself is recognised, and as the `cause` of an `AbortError` made
+ * from the signal (Node's `timers/promises`, `events.once`, streams). 503 `shutting-down` for a
+ * `ShutdownError`; for a lost lease, as {@link leaseLostRejection}; `null` for a `ClientAbortedError`,
+ * which needs no answer (nobody is left to read it); `undefined` for any other error, which stays the
+ * framework's to answer and log.
+ */
+export function abortRejection(error: unknown, key: string, limit: number): Rejection | null | undefined {
+  let reason: AbortReason | undefined;
+  if (isAbortReason(error)) reason = error;
+  else if (error instanceof Error && error.name === "AbortError" && isAbortReason(error.cause)) reason = error.cause;
+  if (reason === undefined) return undefined;
+  if (reason instanceof ClientAbortedError) return null;
+  if (reason instanceof ShutdownError) return shuttingDownRejection(reason, key, limit);
+  return leaseLostRejection(reason, key, limit);
 }

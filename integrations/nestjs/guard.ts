@@ -12,13 +12,14 @@ import {
   ServiceUnavailableException,
 } from "@nestjs/common";
 import { HttpAdapterHost, Reflector } from "@nestjs/core";
-import { finalize, type Observable } from "rxjs";
+import { catchError, finalize, type Observable } from "rxjs";
 import { withoutStack } from "../../src/errors/base.js";
 import { CLOSE_GRACE_MS } from "../../src/options/defaults.js";
 import { Admission } from "../http/admission.js";
 import { given, parseAdmissionOptions } from "../http/config.js";
 import { Exchange, FENCE_HEADER, LeaseView } from "../http/exchange.js";
 import { watchNodeResponse } from "../http/node-response.js";
+import { abortRejection } from "../http/problem.js";
 import type { Rejection } from "../http/types.js";
 import {
   ADMITTED,
@@ -34,10 +35,16 @@ import {
 } from "./options.js";
 import { HandlerWork, isTracked, within } from "./work.js";
 
+/** The status of a request whose client left first (nginx's): nobody reads it, access logs do. */
+const CLIENT_CLOSED_REQUEST = 499;
+
 /**
  * The rejection a guarded route throws: an `HttpException` whose response is
  * the problem+json body, so the app's exception filters apply. Retry-After
- * and Content-Type are already set on the response.
+ * and Content-Type are already set on the response. Thrown for a refusal by
+ * the guard, and by {@link LeaseholdInterceptor} for a handler that failed
+ * with a `ShutdownError` or a lost lease (`rejection.reason` `shutting-down`
+ * or `lease-lost`).
  *
  * @example
  * ```ts
@@ -154,7 +161,11 @@ export class LeaseholdGuard implements CanActivate, BeforeApplicationShutdown {
  * after their client left, or after a `timeout()` interceptor gave up on them.
  * The handler's promise is seen for handlers the decorators wrapped. `@Semaphore` and
  * `@Lock` install it with the guard; a request without it is held until its
- * response finishes (or `disconnectGraceMs` after a disconnect).
+ * response finishes (or `disconnectGraceMs` after a disconnect). It also
+ * gives leasehold's own abort reasons, when the handler lets them propagate,
+ * their documented answer: a `ShutdownError` or a lost lease becomes a
+ * {@link LeaseRejectedException} (503 `shutting-down` or `lease-lost`), a
+ * `ClientAbortedError` an `HttpException` 499 nobody reads; Nest logs neither.
  *
  * @example
  * ```ts
@@ -165,6 +176,8 @@ export class LeaseholdGuard implements CanActivate, BeforeApplicationShutdown {
  */
 @Injectable()
 export class LeaseholdInterceptor implements NestInterceptor {
+  constructor(@Inject(HttpAdapterHost) protected readonly adapterHost: HttpAdapterHost) {}
+
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const exchange: Exchange | undefined =
       context.getType() === "http" ? context.switchToHttp().getRequest()[EXCHANGE] : undefined;
@@ -180,10 +193,42 @@ export class LeaseholdInterceptor implements NestInterceptor {
       }
     }
     const handler = context.getHandler();
-    if (!isTracked(handler)) return next.handle().pipe(finalize(() => exchange.workEnded()));
+    const answered = catchError((error: unknown) => {
+      throw this.#answer(error, exchange, context);
+    });
+    if (!isTracked(handler))
+      return next.handle().pipe(
+        answered,
+        finalize(() => exchange.workEnded()),
+      );
     // Its observable can end (an outer timeout(), an SSE disconnect) while the handler's promise still runs.
     const work = new HandlerWork(exchange);
     within(context.switchToHttp().getRequest(), work);
-    return next.handle().pipe(finalize(() => work.ended()));
+    return next.handle().pipe(
+      answered,
+      finalize(() => work.ended()),
+    );
+  }
+
+  /**
+   * What the handler failed with, as Nest's exception filters should see it. leasehold's own abort
+   * reasons, which a handler that passes `lease.signal` to its work lets propagate, would otherwise be
+   * answered 500 and logged as unknown errors: a `ShutdownError` or a lost lease becomes a
+   * {@link LeaseRejectedException} with the documented problem (its headers set, as for a refusal),
+   * a `ClientAbortedError` an `HttpException` 499 that nobody reads (Nest logs neither). Any other
+   * error is the app's, unchanged.
+   */
+  #answer(error: unknown, exchange: Exchange, context: ExecutionContext): unknown {
+    const rejection = abortRejection(error, exchange.id, exchange.limit);
+    if (rejection === undefined) return error;
+    if (rejection === null) {
+      return withoutStack(() => new HttpException("Client Closed Request", CLIENT_CLOSED_REQUEST, { cause: error }));
+    }
+    const response = context.switchToHttp().getResponse();
+    const adapter = this.adapterHost.httpAdapter;
+    if (!adapter.isHeadersSent(response)) {
+      for (const [name, value] of Object.entries(rejection.headers)) adapter.setHeader(response, name, value);
+    }
+    return withoutStack(() => new LeaseRejectedException(rejection));
   }
 }

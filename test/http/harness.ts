@@ -1,4 +1,4 @@
-import type { Server } from "node:http";
+import { request as httpRequest, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { RequestLease } from "../../integrations/http/types.js";
 import type { Store } from "../../src/store/index.js";
@@ -93,3 +93,30 @@ export function listen(server: Server): Promise<RunningApp> {
 }
 
 export const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+  /** False when the connection was cut before the response's last byte. */
+  complete: boolean;
+}
+
+/** A GET over its own connection, read to its end or to the cut; `leave()` disconnects the client. */
+export function getOnce(url: string) {
+  let leave = () => {};
+  const answer = new Promise<Answer>((resolve) => {
+    const req = httpRequest(url, { headers: { connection: "close" } }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => {
+        body += chunk;
+      });
+      res.on("close", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, complete: res.complete }));
+    });
+    req.on("error", () => resolve({ status: 0, headers: {}, body: "", complete: false }));
+    leave = () => req.destroy();
+    req.end();
+  });
+  return { answer, leave: () => leave() };
+}
