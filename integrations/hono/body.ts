@@ -1,4 +1,4 @@
-import type { Exchange } from "../../src/http/exchange.js";
+import type { Exchange } from "../http/exchange.js";
 
 /**
  * Off Node (Bun, Deno, Workers) there is no response object to watch: the

@@ -1,7 +1,8 @@
 import type { Context, Handler, Next } from "hono";
 import { withoutStack } from "../../src/errors/base.js";
-import type { Admission, Admitted } from "../../src/http/admission.js";
-import { type Exchange, FENCE_HEADER, LeaseView } from "../../src/http/exchange.js";
+import type { Admission } from "../http/admission.js";
+import type { Admitted } from "../http/exchange.js";
+import { type Exchange, FENCE_HEADER, LeaseView } from "../http/exchange.js";
 import { holdBody } from "./body.js";
 import { LeaseRejectedException } from "./exception.js";
 import { admitFailed, cutResponse, HonoExchange, handlerFailed, lostFirst, nodeResponse, type Route } from "./request.js";
