@@ -20,7 +20,7 @@ import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
 import { semaphore as honoSemaphore } from "../dist/esm/integrations/hono/index.js";
 import { memoryStore, semaphore } from "../dist/esm/src/index.js";
-import { semaphoreEngine } from "../dist/esm/src/semaphore.js";
+import { semaphoreEngine } from "../dist/esm/src/semaphore/index.js";
 
 /** A socket that accepts every write and never reads. */
 class NullSocket extends Duplex {

@@ -1,5 +1,5 @@
 // Embeds lua/*.lua (with their lib/ fragments pasted in) into
-// src/store/lua.generated.ts, so the built package works from ESM, CommonJS
+// src/store/redis/lua.generated.ts, so the built package works from ESM, CommonJS
 // and bundles without reading files at run time. lua/ stays the single
 // source; the generated file is not committed.
 import { createHash } from "node:crypto";
@@ -21,4 +21,4 @@ export const scripts = {
 ${entries.join("\n")}
 } as const;
 `;
-writeFileSync(join(luaRoot, "..", "src/store/lua.generated.ts"), text);
+writeFileSync(join(luaRoot, "..", "src/store/redis/lua.generated.ts"), text);

@@ -1,11 +1,11 @@
 /**
  * The lease engine: `semaphore` and `lock` over Redis or the embedded store,
- * the stores themselves, the errors and the diagnostics channels.
+ * the stores themselves, the errors and the diagnostics channels. The store
+ * contract, for writing a store of your own, is `leasehold/store`.
  *
  * @module leasehold
  */
-export type { StoreHealth } from "./breaker.js";
-export type { ClientInput } from "./client.js";
+
 export {
   ClientAbortedError,
   LeaseholdError,
@@ -19,69 +19,38 @@ export {
   StorePermissionError,
   StoreUnavailableError,
   ValidationError,
-} from "./errors.js";
-export {
-  type AcquiredEvent,
-  CHANNELS,
-  type HttpRejectedEvent,
-  type LostEvent,
-  type RejectedEvent,
-  type ReleasedEvent,
-  type RenewErrorEvent,
-  type StoreDownEvent,
-  type StoreErrorEvent,
-  type StoreUpEvent,
-  type Subject,
-} from "./events.js";
-export type { CloseOptions } from "./holdings.js";
-export type { Lease, LockLease, SemaphoreLease } from "./lease.js";
-export { type Lock, type LockAcquireOptions, type LockOptions, type LockRunOptions, lock } from "./lock.js";
-export type { CallOptions, KeepingOptions, OwnerOptions, RetryOptions, WaitOptions } from "./options.js";
-export { type Holder, MAX_OWNER_LENGTH } from "./owner.js";
-export {
-  type Semaphore,
-  type SemaphoreAcquireOptions,
-  type SemaphoreOptions,
-  type SemaphoreRunOptions,
-  type SemaphoreStats,
-  semaphore,
-  type TenantStats,
-} from "./semaphore.js";
+} from "./errors/index.js";
+export { MAX_OWNER_LENGTH } from "./lease/owner.js";
+export type { Holder, Lease, LockLease, SemaphoreLease } from "./lease/types.js";
+export { lock } from "./lock/index.js";
+export type { Lock, LockAcquireOptions, LockOptions, LockRunOptions } from "./lock/types.js";
+export { CHANNELS } from "./observability/events.js";
 export type {
-  KeyCall,
-  LockAcquireCall,
-  LockExtendCall,
-  LockReleaseCall,
-  RefreshWaitersCall,
-  SemaphoreAcquireCall,
-  SemaphoreExtendCall,
-  SemaphoreReleaseCall,
-  SemaphoreStatsCall,
-  TokenCall,
-  WatchCall,
-} from "./store/calls.js";
-export { type MemoryStore, type MemoryStoreOptions, memoryStore } from "./store/memory.js";
-export {
-  type IoredisLikeClient,
-  type NodeRedisLikeClient,
-  type RedisClient,
-  type RedisStore,
-  type RedisStoreOptions,
-  redisStore,
-} from "./store/redis.js";
+  AcquiredEvent,
+  HttpRejectedEvent,
+  LostEvent,
+  RejectedEvent,
+  ReleasedEvent,
+  RenewErrorEvent,
+  StoreDownEvent,
+  StoreErrorEvent,
+  StoreUpEvent,
+  Subject,
+} from "./observability/types.js";
+export type { CallOptions, CloseOptions, KeepingOptions, OwnerOptions, RetryOptions, WaitOptions } from "./options/types.js";
+export { MAX_ID_LENGTH } from "./options/validate.js";
+export { semaphore } from "./semaphore/index.js";
 export type {
-  AcquireReply,
-  Grant,
-  InspectedEntry,
-  Inspection,
-  LockOperations,
-  LockStats,
-  QueueOptions,
-  SemaphoreCounts,
-  SemaphoreOperations,
-  Store,
-  TenantOptions,
-  WaiterRefresh,
-  WaiterStatus,
-} from "./store/types.js";
-export { MAX_ID_LENGTH } from "./validate.js";
+  Semaphore,
+  SemaphoreAcquireOptions,
+  SemaphoreOptions,
+  SemaphoreRunOptions,
+  SemaphoreStats,
+  TenantStats,
+} from "./semaphore/types.js";
+export type { ClientInput, StoreHealth } from "./store/access/types.js";
+export type { LockStats } from "./store/contract/types.js";
+export { memoryStore } from "./store/memory/index.js";
+export type { MemoryStore, MemoryStoreOptions } from "./store/memory/types.js";
+export { redisStore } from "./store/redis/index.js";
+export type { RedisClient, RedisStore, RedisStoreOptions } from "./store/redis/types.js";

@@ -1,11 +1,11 @@
-// The Redis store's gathered calls (src/store/coalesce.ts, redis/fast.ts): calls of one turn on one id
+// The Redis store's gathered calls (src/store/redis/coalesce.ts, fast.ts): calls of one turn on one id
 // go out as script calls of at most 16 items, a full one sent at once rather than at the end of the
 // turn, and every caller still gets its own answer, in the order the calls were made.
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import type { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { CHANNELS, redisStore, type SemaphoreLease, StoreUnavailableError, semaphore } from "../src/index.js";
-import { scripts } from "../src/store/lua.generated.js";
+import { scripts } from "../src/store/redis/lua.generated.js";
 import { newRedis, uniquePrefix } from "./support/redis.js";
 import { eventually } from "./support/stores.js";
 

@@ -18,16 +18,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { semaphore as expressSemaphore } from "../integrations/express/index.js";
 import { semaphore as honoSemaphore } from "../integrations/hono/index.js";
 import { LeaseholdModule, Semaphore } from "../integrations/nestjs/index.js";
-import {
-  lock,
-  type NodeRedisLikeClient,
-  type RedisClient,
-  redisStore,
-  StoreUnavailableError,
-  semaphore,
-  ValidationError,
-} from "../src/index.js";
-import { clientKind } from "../src/store/clients.js";
+import { lock, type RedisClient, redisStore, StoreUnavailableError, semaphore, ValidationError } from "../src/index.js";
+import type { NodeRedisLikeClient } from "../src/store/index.js";
+import { clientKind } from "../src/store/redis/clients.js";
 import { listenNest } from "./http/nest-app.js";
 import { type NodeRedis, newNodeRedis, newRedis, newValkey, uniquePrefix } from "./support/redis.js";
 import { freePort, type RedisServer, startRedisServer } from "./support/redis-server.js";

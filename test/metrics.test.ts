@@ -7,7 +7,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { semaphore as guard } from "../integrations/express/index.js";
 import { instrument } from "../integrations/opentelemetry/index.js";
 import { collectMetrics } from "../integrations/prometheus/index.js";
-import { CHANNELS, memoryStore, SemaphoreLeaseLostError, type Store, semaphore } from "../src/index.js";
+import { CHANNELS, memoryStore, SemaphoreLeaseLostError, semaphore } from "../src/index.js";
+import type { Store } from "../src/store/index.js";
 import { spyStore } from "./support/stores.js";
 
 class TestReader extends MetricReader {

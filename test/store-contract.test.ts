@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { memoryStore, redisStore, ShutdownError, semaphore, ValidationError } from "../src/index.js";
 import { processClock } from "../src/store/memory/clock.js";
-import { createMemoryStore } from "../src/store/memory.js";
+import { createMemoryStore } from "../src/store/memory/index.js";
 import { newRedis, uniquePrefix, watchDuplicates } from "./support/redis.js";
 
 describe("store.close()", () => {

@@ -1,8 +1,8 @@
-// The one timer per store that bounds every round trip (src/store-deadlines.ts): each call times out
+// The one timer per store that bounds every round trip (src/store/access/deadlines.ts): each call times out
 // once its own deadline has passed, never one answered first, and an answer after the timeout is not
 // heard. Ordering and counts only; the margins are wide (two shared cores).
 import { describe, expect, it } from "vitest";
-import { Deadlines } from "../src/store-deadlines.js";
+import { Deadlines } from "../src/store/access/deadlines.js";
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

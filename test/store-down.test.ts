@@ -5,13 +5,12 @@ import {
   CHANNELS,
   lock,
   redisStore,
-  type SemaphoreAcquireCall,
-  type SemaphoreStatsCall,
   type StoreDownEvent,
   StoreUnavailableError,
   type StoreUpEvent,
   semaphore,
 } from "../src/index.js";
+import type { SemaphoreAcquireCall, SemaphoreStatsCall } from "../src/store/index.js";
 import { FaultProxy } from "./faults/proxy.js";
 import { uniquePrefix } from "./support/redis.js";
 import { type RedisServer, startRedisServer } from "./support/redis-server.js";

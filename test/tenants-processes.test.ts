@@ -8,7 +8,7 @@
 // too low.
 import { afterEach, describe, expect, it } from "vitest";
 import { semaphore } from "../src/index.js";
-import { parseAnnouncement } from "../src/store/redis.js";
+import { parseAnnouncement } from "../src/store/redis/watch.js";
 import { newRedis, redisUrl, uniquePrefix } from "./support/redis.js";
 import { eventually } from "./support/stores.js";
 import { startWorker, stopWorkers, timeline, type WorkerEvent } from "./support/workers.js";

@@ -13,8 +13,8 @@ import {
   semaphore as honoSemaphore,
   type LeaseholdVariables,
 } from "../integrations/hono/index.js";
+import type { RequestLease } from "../integrations/http/types.js";
 import { Lease as LeaseParam } from "../integrations/nestjs/index.js";
-import type { RequestLease } from "../src/http/exchange.js";
 import {
   type CloseOptions,
   type Lease,

@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { lock, redisStore, semaphore } from "../src/index.js";
-import { parseAnnouncement } from "../src/store/redis.js";
+import { parseAnnouncement } from "../src/store/redis/watch.js";
 import { newRedis, redisUrl, uniquePrefix } from "./support/redis.js";
 import { type RedisServer, startRedisServer } from "./support/redis-server.js";
 import { eventually } from "./support/stores.js";

@@ -26,8 +26,8 @@ const port = Number(process.env.PORT ?? 6392);
 const dist = process.env.DIST ?? new URL("../../dist", import.meta.url).pathname;
 
 const lib = await import(`${dist}/esm/src/index.js`);
-const storeCall = await import(`${dist}/esm/src/store-call.js`);
-const { scripts } = await import(`${dist}/esm/src/store/lua.generated.js`);
+const storeCall = await import(`${dist}/esm/src/store/access/bounded.js`);
+const { scripts } = await import(`${dist}/esm/src/store/redis/lua.generated.js`);
 
 const redis = new Redis({ port, lazyConnect: true });
 await redis.connect();

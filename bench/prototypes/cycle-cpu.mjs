@@ -25,7 +25,7 @@ const R = Number(process.env.R ?? 3);
 const port = Number(process.env.PORT ?? 6392);
 const dist = process.env.DIST ?? new URL("../../dist", import.meta.url).pathname;
 const lib = await import(`${dist}/esm/src/index.js`);
-const { scripts } = await import(`${dist}/esm/src/store/lua.generated.js`);
+const { scripts } = await import(`${dist}/esm/src/store/redis/lua.generated.js`);
 
 const serverPid = execSync(`pgrep -f 'redis-server.*${port}'`).toString().trim().split("\n")[0];
 /** The redis-server's CPU time so far, in µs (utime + stime from /proc, in clock ticks of 10 ms). */

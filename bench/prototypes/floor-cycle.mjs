@@ -24,7 +24,7 @@ const R = Number(process.env.R ?? 30);
 const port = Number(process.env.PORT ?? 6404);
 const dist = process.env.DIST ?? new URL("../../dist", import.meta.url).pathname;
 const lib = await import(`${dist}/esm/src/index.js`);
-const { scripts } = await import(`${dist}/esm/src/store/lua.generated.js`);
+const { scripts } = await import(`${dist}/esm/src/store/redis/lua.generated.js`);
 const lib2 = process.env.DIST2 ? await import(`${process.env.DIST2}/esm/src/index.js`) : undefined;
 
 const redis = new Redis({ port });

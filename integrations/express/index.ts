@@ -4,13 +4,19 @@
  * @module leasehold/express
  */
 import type { Application, NextFunction, Request, RequestHandler, Response } from "express";
-import type { Closable, CloseOptions } from "../../src/holdings.js";
-import { Admission, type Admitted } from "../../src/http/admission.js";
-import { parseAdmissionOptions } from "../../src/http/config.js";
-import { Exchange, FENCE_HEADER, LeaseView, type RequestLease } from "../../src/http/exchange.js";
-import { handlerFailed, reportHandlerEnd, sendRejection, watchNodeResponse } from "../../src/http/node-response.js";
-import type { AdmissionRoute, LockAdmissionOptions, SemaphoreAdmissionOptions } from "../../src/http/options.js";
-import type { Rejection } from "../../src/http/problem.js";
+import type { CloseOptions } from "../../src/options/types.js";
+import { Admission } from "../http/admission.js";
+import { parseAdmissionOptions } from "../http/config.js";
+import { type Admitted, Exchange, FENCE_HEADER, LeaseView } from "../http/exchange.js";
+import { handlerFailed, reportHandlerEnd, sendRejection, watchNodeResponse } from "../http/node-response.js";
+import type {
+  AdmissionRoute,
+  Closable,
+  LockAdmissionOptions,
+  Rejection,
+  RequestLease,
+  SemaphoreAdmissionOptions,
+} from "../http/types.js";
 
 declare global {
   namespace Express {
@@ -220,13 +226,8 @@ export function lock(name: string, options?: ExpressLockOptions): LeaseholdMiddl
   return middleware({ kind: "lock", name, options }, "lock middleware");
 }
 
-export type { Closable, CloseOptions } from "../../src/holdings.js";
-export {
-  PROBLEM_TYPES,
-  type ProblemDetails,
-  type ProblemType,
-  type RejectionContext,
-  type RejectionReason,
-} from "../../src/http/problem.js";
-export type { LockLease, SemaphoreLease } from "../../src/lease.js";
+export type { LockLease, SemaphoreLease } from "../../src/lease/types.js";
+export type { CloseOptions } from "../../src/options/types.js";
+export { PROBLEM_TYPES } from "../http/problem.js";
+export type { Closable, ProblemDetails, ProblemType, RejectionContext, RejectionReason } from "../http/types.js";
 export type { Rejection, RequestLease };

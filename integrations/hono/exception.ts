@@ -1,5 +1,5 @@
 import { HTTPException } from "hono/http-exception";
-import type { Rejection } from "../../src/http/problem.js";
+import type { Rejection } from "../http/types.js";
 
 /**
  * What a refused request throws: an `HTTPException` whose `getResponse()` is

@@ -1,7 +1,7 @@
 import type { Context, Handler, Next } from "hono";
 import { withoutStack } from "../../src/errors/base.js";
-import type { Admission, Admitted } from "../../src/http/admission.js";
-import { type Exchange, FENCE_HEADER, LeaseView } from "../../src/http/exchange.js";
+import type { Admission } from "../http/admission.js";
+import { type Admitted, type Exchange, FENCE_HEADER, LeaseView } from "../http/exchange.js";
 import { dropBody, holdBody, unsent } from "./body.js";
 import { LeaseRejectedException } from "./exception.js";
 import {

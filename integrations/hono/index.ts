@@ -4,9 +4,8 @@
  * @module leasehold/hono
  */
 import type { Context } from "hono";
-import type { RequestLease } from "../../src/http/exchange.js";
-import type { Rejection } from "../../src/http/problem.js";
-import type { LockLease, SemaphoreLease } from "../../src/lease.js";
+import type { LockLease, SemaphoreLease } from "../../src/lease/types.js";
+import type { Rejection, RequestLease } from "../http/types.js";
 import { middleware } from "./middleware.js";
 import type { HonoLockOptions, HonoSemaphoreOptions, LeaseholdMiddleware } from "./types.js";
 
@@ -62,15 +61,10 @@ export function lock(name: string, options?: HonoLockOptions): LeaseholdMiddlewa
   return middleware({ kind: "lock", name, options }, "lock middleware");
 }
 
-export type { Closable, CloseOptions } from "../../src/holdings.js";
-export {
-  PROBLEM_TYPES,
-  type ProblemDetails,
-  type ProblemType,
-  type RejectionContext,
-  type RejectionReason,
-} from "../../src/http/problem.js";
-export type { LockLease, SemaphoreLease } from "../../src/lease.js";
+export type { LockLease, SemaphoreLease } from "../../src/lease/types.js";
+export type { CloseOptions } from "../../src/options/types.js";
+export { PROBLEM_TYPES } from "../http/problem.js";
+export type { Closable, ProblemDetails, ProblemType, RejectionContext, RejectionReason } from "../http/types.js";
 export { LeaseRejectedException } from "./exception.js";
 export type {
   GuardableHandler,

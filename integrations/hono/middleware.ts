@@ -1,11 +1,11 @@
 import type { ServerResponse } from "node:http";
 import type { Context, Handler, MiddlewareHandler, Next } from "hono";
 import { withoutStack } from "../../src/errors/base.js";
-import type { Closable, CloseOptions } from "../../src/holdings.js";
-import { Admission, type Admitted } from "../../src/http/admission.js";
-import { parseAdmissionOptions } from "../../src/http/config.js";
-import { type Exchange, FENCE_HEADER, LeaseView } from "../../src/http/exchange.js";
-import type { AdmissionRoute } from "../../src/http/options.js";
+import type { CloseOptions } from "../../src/options/types.js";
+import { Admission } from "../http/admission.js";
+import { parseAdmissionOptions } from "../http/config.js";
+import { type Admitted, type Exchange, FENCE_HEADER, LeaseView } from "../http/exchange.js";
+import type { AdmissionRoute, Closable } from "../http/types.js";
 import { dropBody, holdBody, unsent } from "./body.js";
 import { LeaseRejectedException } from "./exception.js";
 import { guarded } from "./handler.js";

@@ -1,9 +1,9 @@
 import type { ServerResponse } from "node:http";
 import type { Context, Next } from "hono";
-import type { LeaseLostError } from "../../src/errors.js";
-import { Exchange, type LeaseView } from "../../src/http/exchange.js";
-import { watchNodeResponse } from "../../src/http/node-response.js";
-import { abortRejection, leaseLostRejection } from "../../src/http/problem.js";
+import type { LeaseLostError } from "../../src/errors/index.js";
+import { Exchange, type LeaseView } from "../http/exchange.js";
+import { watchNodeResponse } from "../http/node-response.js";
+import { abortRejection, leaseLostRejection } from "../http/problem.js";
 import { problemResponse } from "./exception.js";
 import type { HonoOnRejected } from "./types.js";
 

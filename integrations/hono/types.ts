@@ -1,8 +1,5 @@
 import type { Context, Handler, MiddlewareHandler } from "hono";
-import type { Closable } from "../../src/holdings.js";
-import type { RequestLease } from "../../src/http/exchange.js";
-import type { LockAdmissionOptions, SemaphoreAdmissionOptions } from "../../src/http/options.js";
-import type { Rejection } from "../../src/http/problem.js";
+import type { Closable, LockAdmissionOptions, Rejection, RequestLease, SemaphoreAdmissionOptions } from "../http/types.js";
 
 /**
  * What the middleware sets on the context, as hono's own middleware export

@@ -6,11 +6,11 @@ import {
   UseGuards,
   UseInterceptors,
 } from "@nestjs/common";
-import type { ClientInput } from "../../src/client.js";
-import { Admission } from "../../src/http/admission.js";
-import { parseAdmissionOptions } from "../../src/http/config.js";
-import type { RequestLease } from "../../src/http/exchange.js";
-import { memoryStore } from "../../src/store/memory.js";
+import type { ClientInput } from "../../src/store/access/types.js";
+import { memoryStore } from "../../src/store/memory/index.js";
+import { Admission } from "../http/admission.js";
+import { parseAdmissionOptions } from "../http/config.js";
+import type { RequestLease } from "../http/types.js";
 import { LeaseholdGuard, LeaseholdInterceptor } from "./guard.js";
 import { type NestLockOptions, type NestRequest, type NestSemaphoreOptions, ROUTE, type Route, whereOf } from "./options.js";
 import { tracked, trackRoutes } from "./work.js";

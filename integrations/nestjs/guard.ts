@@ -13,13 +13,14 @@ import {
 } from "@nestjs/common";
 import { HttpAdapterHost, Reflector } from "@nestjs/core";
 import { catchError, finalize, type Observable } from "rxjs";
-import { CLOSE_GRACE_MS } from "../../src/defaults.js";
 import { withoutStack } from "../../src/errors/base.js";
-import { Admission } from "../../src/http/admission.js";
-import { given, parseAdmissionOptions } from "../../src/http/config.js";
-import { Exchange, FENCE_HEADER, LeaseView } from "../../src/http/exchange.js";
-import { watchNodeResponse } from "../../src/http/node-response.js";
-import { abortRejection, type Rejection } from "../../src/http/problem.js";
+import { CLOSE_GRACE_MS } from "../../src/options/defaults.js";
+import { Admission } from "../http/admission.js";
+import { given, parseAdmissionOptions } from "../http/config.js";
+import { Exchange, FENCE_HEADER, LeaseView } from "../http/exchange.js";
+import { watchNodeResponse } from "../http/node-response.js";
+import { abortRejection } from "../http/problem.js";
+import type { Rejection } from "../http/types.js";
 import {
   ADMITTED,
   EXCHANGE,

@@ -5,16 +5,9 @@
  * @module leasehold/nestjs
  */
 
-export type { RequestLease } from "../../src/http/exchange.js";
-export {
-  PROBLEM_TYPES,
-  type ProblemDetails,
-  type ProblemType,
-  type Rejection,
-  type RejectionContext,
-  type RejectionReason,
-} from "../../src/http/problem.js";
-export type { LockLease, SemaphoreLease } from "../../src/lease.js";
+export type { LockLease, SemaphoreLease } from "../../src/lease/types.js";
+export { PROBLEM_TYPES } from "../http/problem.js";
+export type { ProblemDetails, ProblemType, Rejection, RejectionContext, RejectionReason, RequestLease } from "../http/types.js";
 export { Lease, Lock, Semaphore } from "./decorators.js";
 export { LeaseholdGuard, LeaseholdInterceptor, LeaseRejectedException } from "./guard.js";
 export { LeaseholdModule, type LeaseholdModuleAsyncOptions, type LeaseholdOptionsFactory } from "./module.js";

@@ -7,9 +7,9 @@ import {
   type Provider,
   type Type,
 } from "@nestjs/common";
-import { ValidationError } from "../../src/errors.js";
-import { given, parseAdmissionOptions } from "../../src/http/config.js";
-import { prefix as checkPrefix, delayMs, knownOptions, optionsObject } from "../../src/validate.js";
+import { ValidationError } from "../../src/errors/index.js";
+import { prefix as checkPrefix, delayMs, knownOptions, optionsObject } from "../../src/options/validate.js";
+import { given, parseAdmissionOptions } from "../http/config.js";
 import { LeaseholdGuard } from "./guard.js";
 import { LEASEHOLD_OPTIONS, type LeaseholdModuleOptions, MODULE_DEFAULTS } from "./options.js";
 

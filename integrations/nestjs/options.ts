@@ -1,11 +1,11 @@
-import type { ClientInput } from "../../src/client.js";
+import type { ClientInput } from "../../src/store/access/types.js";
 import type {
   AdmissionOptions,
   AdmissionRoute,
   LockAdmissionOptions,
+  Rejection,
   SemaphoreAdmissionOptions,
-} from "../../src/http/options.js";
-import type { Rejection } from "../../src/http/problem.js";
+} from "../http/types.js";
 
 /**
  * The request a `key`, `limit`, `weight` or `skip` function receives: the

@@ -1,5 +1,5 @@
 import { Req } from "@nestjs/common";
-import type { Exchange } from "../../src/http/exchange.js";
+import type { Exchange } from "../http/exchange.js";
 
 /** Nest's metadata key of a route handler's path (`@Get()`, `@Post()` …): what marks a method as a route. */
 const PATH_METADATA = "path";

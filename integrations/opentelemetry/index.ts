@@ -4,7 +4,8 @@
  * @module leasehold/opentelemetry
  */
 import { type Attributes, type Meter, type MeterProvider, metrics } from "@opentelemetry/api";
-import { type ExportOptions, type MetricAttributes, watchEvents } from "../../src/metrics.js";
+import { watchEvents } from "../../src/observability/metrics.js";
+import type { ExportOptions, MetricAttributes } from "../../src/observability/types.js";
 
 /**
  * Options of {@link instrument}.

@@ -4,7 +4,8 @@
  * @module leasehold/prometheus
  */
 import { Counter, register as defaultRegistry, Gauge, Histogram, type Registry } from "prom-client";
-import { type ExportOptions, watchEvents } from "../../src/metrics.js";
+import { watchEvents } from "../../src/observability/metrics.js";
+import type { ExportOptions } from "../../src/observability/types.js";
 
 /**
  * Options of {@link collectMetrics}.

@@ -1,5 +1,5 @@
-import { redisStore } from "../store/redis.js";
-import type { Store } from "../store/types.js";
+import type { Store } from "../store/contract/types.js";
+import { redisStore } from "../store/redis/index.js";
 import { CliError } from "./errors.js";
 
 /** The URL the command talks to: `--url`, else REDIS_URL, else the local default. */

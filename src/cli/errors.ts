@@ -1,4 +1,4 @@
-import { LeaseholdError } from "../errors.js";
+import { LeaseholdError } from "../errors/index.js";
 
 /** A failure the command reports as one line, with its exit code: 1 (it failed), 2 (it was called wrong). */
 export class CliError extends Error {

@@ -5,9 +5,9 @@
  */
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
-import type { Store } from "../store/types.js";
-import { storeKey } from "../store-keys.js";
-import { id as checkId, prefix as checkPrefix } from "../validate.js";
+import { id as checkId, prefix as checkPrefix } from "../options/validate.js";
+import { storeKey } from "../store/contract/keys.js";
+import type { Store } from "../store/contract/types.js";
 import { type Connection, connect, redisUrl } from "./connect.js";
 import { CliError, exitCodeOf, oneLine } from "./errors.js";
 import { duration, type HolderRow, read, summary, type Target, TOKEN_SHOWN, text } from "./report.js";

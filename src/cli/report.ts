@@ -1,5 +1,6 @@
-import { byAge, type Holder, holderOf } from "../owner.js";
-import type { Store } from "../store/types.js";
+import { byAge, holderOf } from "../lease/owner.js";
+import type { Holder } from "../lease/types.js";
+import type { Store } from "../store/contract/types.js";
 
 /** What the command looks at: one id of one kind under one prefix, and its store key. */
 export interface Target {

@@ -19,3 +19,8 @@ export class ValidationError extends LeaseholdError {
     this.option = option;
   }
 }
+
+/** An engine validation message without its `leasehold: ` prefix, to quote inside an adapter's own. */
+export function unprefixed(error: unknown): string {
+  return (error as Error).message.replace(/^leasehold: /, "");
+}

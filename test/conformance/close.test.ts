@@ -10,10 +10,10 @@ import {
   type SemaphoreLease,
   SemaphoreLeaseLostError,
   ShutdownError,
-  type Store,
   semaphore,
   ValidationError,
 } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 import { eventually, gate, type StoreUnderTest, storesUnderTest } from "../support/stores.js";
 

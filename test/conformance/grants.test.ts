@@ -3,7 +3,8 @@
 // 1-5 and 10). The model-based suite (test/model) explores the same rules
 // over random interleavings; these pin each reported case down by name.
 import { describe, expect, it } from "vitest";
-import { type Inspection, type Store, semaphore } from "../../src/index.js";
+import { semaphore } from "../../src/index.js";
+import type { Inspection, Store } from "../../src/store/index.js";
 import { uniquePrefix } from "../support/redis.js";
 import { eventually, storesUnderTest } from "../support/stores.js";
 

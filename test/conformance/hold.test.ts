@@ -4,7 +4,8 @@
 // against the model (test/model); these are the engine's figures.
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { LockNotAcquiredError, lock, SemaphoreNotAcquiredError, type Store, semaphore } from "../../src/index.js";
+import { LockNotAcquiredError, lock, SemaphoreNotAcquiredError, semaphore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { uniquePrefix } from "../support/redis.js";
 import { storesUnderTest } from "../support/stores.js";
 

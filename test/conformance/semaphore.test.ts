@@ -269,7 +269,7 @@ describe.each(storesUnderTest)("semaphore on the $name store", ({ make }) => {
     const tokens = new Set(leases.map((lease) => lease?.token));
     expect(tokens.size).toBe(50);
     expect(new Set(leases.map((lease) => lease?.token.split(".")[0])).size).toBe(50);
-    // '<random>.<acquired at>.<owner>.<limit>' (src/owner.ts)
+    // '<random>.<acquired at>.<owner>.<limit>' (src/lease/owner.ts)
     for (const token of tokens) {
       const [random, ...rest] = (token ?? "").split(".");
       expect(Buffer.from(random ?? "", "base64url")).toHaveLength(16);

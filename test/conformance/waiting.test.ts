@@ -2,18 +2,17 @@ import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { describe, expect, it } from "vitest";
 import {
   CHANNELS,
-  type Grant,
   LockNotAcquiredError,
   lock,
   type SemaphoreLease,
   SemaphoreLeaseLostError,
   SemaphoreNotAcquiredError,
-  type Store,
   type StoreErrorEvent,
   StoreUnavailableError,
   semaphore,
   ValidationError,
 } from "../../src/index.js";
+import type { Grant, Store } from "../../src/store/index.js";
 import { uniquePrefix } from "../support/redis.js";
 import { eventually, gate, spyStore, storesUnderTest } from "../support/stores.js";
 

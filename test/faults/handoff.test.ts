@@ -10,7 +10,7 @@ afterEach(async () => {
 });
 
 // A granted waiter starts its work on the grant's announcement, without a claim round trip, on a
-// deadline derived from the last call the store answered "still waiting" (see src/waiting.ts). These
+// deadline derived from the last call the store answered "still waiting" (see src/acquire/waiting.ts). These
 // runs break that hand-off on purpose: a waiting process frozen past its waiter lease (its grants
 // lapse while it sleeps, and it wakes up to stale announcements), replies stalled and dropped and
 // connections cut while grants are in flight. The checker must find no holder over the limit that

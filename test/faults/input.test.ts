@@ -9,11 +9,11 @@ import {
   lock,
   MAX_ID_LENGTH,
   redisStore,
-  type Store,
   StoreUnavailableError,
   semaphore,
   ValidationError,
 } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { eventually } from "../support/stores.js";
 import { redisForFile } from "./harness.js";
 import { report } from "./report.js";

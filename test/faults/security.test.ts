@@ -11,7 +11,7 @@ describe("14. security", () => {
   it("14. tokens are 128 random bits; another client's token cannot release or extend; 100,000 one-off tenants leave no keys", async () => {
     const slots = semaphore(own.redis, { limit: 100_000, prefix: "sec" });
     const leases = await Promise.all(Array.from({ length: 10_000 }, () => slots.acquire("tokens", { leaseMs: 60_000 })));
-    // The random part, before the acquire time and owner the token also carries (src/owner.ts).
+    // The random part, before the acquire time and owner the token also carries (src/lease/owner.ts).
     const tokens = leases.map((lease) => (lease as { token: string }).token.split(".")[0] as string);
     expect(new Set(tokens).size).toBe(10_000);
     for (const token of tokens) expect(Buffer.from(token, "base64url")).toHaveLength(16);

@@ -19,11 +19,11 @@ import {
   type ReleasedEvent,
   redisStore,
   SemaphoreLeaseLostError,
-  type Store,
   StoreUnavailableError,
   semaphore,
   ValidationError,
 } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { freePort } from "../support/redis-server.js";
 import { eventually, gate, spyStore, storesUnderTest } from "../support/stores.js";
 import { harnesses } from "./frameworks.js";

@@ -11,7 +11,8 @@ import * as onExpress from "../../integrations/express/index.js";
 import { PROBLEM_TYPES } from "../../integrations/express/index.js";
 import * as onHono from "../../integrations/hono/index.js";
 import { Lease, LeaseholdModule, Semaphore, type SemaphoreLease } from "../../integrations/nestjs/index.js";
-import { type Store, semaphore } from "../../src/index.js";
+import { semaphore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { uniquePrefix } from "../support/redis.js";
 import { eventually, gate, storesUnderTest } from "../support/stores.js";
 

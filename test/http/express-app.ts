@@ -3,7 +3,7 @@ import type { Request, Response } from "express";
 import express5 from "express";
 import express4 from "express4";
 import { lock, semaphore } from "../../integrations/express/index.js";
-import type { Store } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { type Control, type Harness, listen } from "./harness.js";
 
 const tenant = (req: Request) => req.get("x-tenant") ?? "";

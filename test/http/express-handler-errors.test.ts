@@ -10,8 +10,9 @@ import express, { type NextFunction, type Request, type Response } from "express
 import express4 from "express4";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { semaphore as expressSemaphore, type LeaseholdMiddleware, PROBLEM_TYPES } from "../../integrations/express/index.js";
-import type { RequestLease } from "../../src/http/exchange.js";
-import { CHANNELS, type Store, semaphore } from "../../src/index.js";
+import type { RequestLease } from "../../integrations/http/types.js";
+import { CHANNELS, semaphore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { uniquePrefix } from "../support/redis.js";
 import { eventually, spyStore } from "../support/stores.js";
 import { bothStores } from "./frameworks.js";

@@ -8,7 +8,8 @@ import express4 from "express4";
 import request from "supertest";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { semaphore as expressSemaphore } from "../../integrations/express/index.js";
-import { CHANNELS, memoryStore, type Store, semaphore } from "../../src/index.js";
+import { CHANNELS, memoryStore, semaphore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { eventually, gate } from "../support/stores.js";
 import { listen, type RunningApp } from "./harness.js";
 

@@ -1,7 +1,7 @@
 import { request as httpRequest, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { RequestLease } from "../../src/http/exchange.js";
-import type { Store } from "../../src/index.js";
+import type { RequestLease } from "../../integrations/http/types.js";
+import type { Store } from "../../src/store/index.js";
 
 /**
  * What the handlers of every framework share with the test: gates the test

@@ -4,8 +4,8 @@ import { type Context, type Handler, Hono, type MiddlewareHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { stream } from "hono/streaming";
 import { type LeaseholdMiddleware, lock, semaphore } from "../../integrations/hono/index.js";
-import type { RequestLease } from "../../src/http/exchange.js";
-import type { Store } from "../../src/index.js";
+import type { RequestLease } from "../../integrations/http/types.js";
+import type { Store } from "../../src/store/index.js";
 import { type Control, type Harness, listen } from "./harness.js";
 
 const tenant = (c: Context) => c.req.header("x-tenant") ?? "";

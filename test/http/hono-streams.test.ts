@@ -8,7 +8,7 @@ import { type Context, Hono } from "hono";
 import { stream, streamSSE, streamText } from "hono/streaming";
 import { afterEach, describe, expect, it } from "vitest";
 import { semaphore } from "../../integrations/hono/index.js";
-import type { RequestLease } from "../../src/http/exchange.js";
+import type { RequestLease } from "../../integrations/http/types.js";
 import { ClientAbortedError, semaphore as engine, SemaphoreLeaseLostError } from "../../src/index.js";
 import { eventually, gate, spyStore } from "../support/stores.js";
 import { bothStores } from "./frameworks.js";

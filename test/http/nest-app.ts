@@ -29,9 +29,9 @@ import { APP_FILTER, HttpAdapterHost, NestFactory } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
 import { FastifyAdapter } from "@nestjs/platform-fastify";
 import { catchError, retry, TimeoutError, throwError, timeout } from "rxjs";
+import type { RequestLease } from "../../integrations/http/types.js";
 import { Lease, LeaseholdModule, Lock, type NestRequest, Semaphore } from "../../integrations/nestjs/index.js";
-import type { RequestLease } from "../../src/http/exchange.js";
-import type { Store } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { type Control, connectionsOf, type Harness, type RunningApp } from "./harness.js";
 
 const header = (req: NestRequest, name: string): string => {

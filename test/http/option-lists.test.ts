@@ -1,14 +1,7 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
+import { ADAPTER_OPTIONS, ENGINE_OPTIONS, LOCK_OPTIONS, SEMAPHORE_OPTIONS } from "../../integrations/http/lists.js";
+import type { AdmissionOptions, LockAdmissionOptions, SemaphoreAdmissionOptions } from "../../integrations/http/types.js";
 import { type LeaseholdModuleOptions, MODULE_DEFAULTS } from "../../integrations/nestjs/options.js";
-import {
-  ADAPTER_OPTIONS,
-  type AdmissionOptions,
-  ENGINE_OPTIONS,
-  LOCK_OPTIONS,
-  type LockAdmissionOptions,
-  SEMAPHORE_OPTIONS,
-  type SemaphoreAdmissionOptions,
-} from "../../src/http/options.js";
 
 /** The options of `T` that `list` leaves out: `never` when the list names every one. */
 type Unlisted<T, List extends readonly PropertyKey[]> = Exclude<keyof T, List[number]>;

@@ -7,7 +7,8 @@ import request from "supertest";
 import { describe, expect, it } from "vitest";
 import * as expressAdapter from "../../integrations/express/index.js";
 import * as honoAdapter from "../../integrations/hono/index.js";
-import { memoryStore, redisStore, type Store } from "../../src/index.js";
+import { memoryStore, redisStore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 import { eventually, gate } from "../support/stores.js";
 

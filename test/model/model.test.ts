@@ -11,10 +11,12 @@
 import fc from "fast-check";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Inspection, Store } from "../../src/index.js";
-import { createMemoryStore, type LocalStore } from "../../src/store/memory.js";
-import { createRedisStore, parseAnnouncement } from "../../src/store/redis.js";
-import type { Grant } from "../../src/store/types.js";
+import type { Grant } from "../../src/store/contract/calls.js";
+import type { Inspection, Store } from "../../src/store/index.js";
+import { createMemoryStore } from "../../src/store/memory/index.js";
+import type { LocalStore } from "../../src/store/memory/local.js";
+import { createRedisStore } from "../../src/store/redis/index.js";
+import { parseAnnouncement } from "../../src/store/redis/watch.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 import { type AcquireAnswer, type Announced, LockModel, type Queueing, SemaphoreModel, type TenantCall } from "./model.js";
 import { keysUnder, scriptsOnTestClock, TestTime } from "./time.js";

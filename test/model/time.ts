@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 import { luaSource } from "../../scripts/lua-source.mjs";
-import { scripts } from "../../src/store/lua.generated.js";
-import type { MemoryClock } from "../../src/store/memory.js";
-import type { Scripts } from "../../src/store/redis.js";
+import type { MemoryClock } from "../../src/store/memory/clock.js";
+import { scripts } from "../../src/store/redis/lua.generated.js";
+import type { Scripts } from "../../src/store/redis/scripts.js";
 
 /** Where the test build of the scripts reads its clock. Not in any id's slot: standalone Redis only. */
 export const CLOCK_KEY = "leasehold-model:clock";

@@ -3,7 +3,8 @@
 // the end of the turn while a call of another lease length went at once; a weighted call took the full
 // path a round trip later) and gave every refused caller of a batch the last one's figure.
 import { describe, expect, it } from "vitest";
-import { redisStore, type Store, semaphore } from "../../src/index.js";
+import { redisStore, semaphore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 import { storesUnderTest } from "../support/stores.js";
 

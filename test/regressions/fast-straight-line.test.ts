@@ -3,7 +3,7 @@
 // serves the same call sent in its long form (five arguments per take, three per release). Both
 // must answer the same and leave the same members and expiry, whatever markers the set holds.
 import { describe, expect, it } from "vitest";
-import { scripts } from "../../src/store/lua.generated.js";
+import { scripts } from "../../src/store/redis/lua.generated.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 
 type Client = ReturnType<typeof newRedis>;

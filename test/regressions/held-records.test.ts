@@ -5,7 +5,7 @@
 // past the point where an index replaces the scan must all answer exactly as by token alone.
 import { describe, expect, it } from "vitest";
 import { memoryStore } from "../../src/index.js";
-import type { LocalStore } from "../../src/store/memory.js";
+import type { LocalStore } from "../../src/store/memory/local.js";
 
 const key = "{held:k}";
 const local = (): LocalStore => memoryStore() as unknown as LocalStore;

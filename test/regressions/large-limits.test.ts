@@ -1,5 +1,5 @@
 // Found by review: a limit of 1e14 or more (Number.MAX_SAFE_INTEGER, a natural "unlimited" for some tenants from a limit
-// function) is a valid limit (validate.ts: any safe integer >= 1). lua/lib/queue.lua stores a waiter's weight and
+// function) is a valid limit (options/validate.ts: any safe integer >= 1). lua/lib/queue.lua stores a waiter's weight and
 // limit as `weight .. ' ' .. limit`, which Lua 5.1 formats with "%.14g" ("1 9.007199254741e+15"), and
 // queue_info() parses it with '^(%d+) (%d+)$': no match, nil weight, and grant() fails with "attempt to perform
 // arithmetic on local 'w' (a nil value)" in every script that reaches that waiter: releases, acquires, refreshes.

@@ -4,8 +4,8 @@
 // PXAT = end - 1, and the clock harness of the model-based suite expires keys by Redis's own rule
 // (test/model/time.ts), which these tests use.
 import { describe, expect, it } from "vitest";
-import { createMemoryStore } from "../../src/store/memory.js";
-import { createRedisStore } from "../../src/store/redis.js";
+import { createMemoryStore } from "../../src/store/memory/index.js";
+import { createRedisStore } from "../../src/store/redis/index.js";
 import { scriptsOnTestClock, TestTime } from "../model/time.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 

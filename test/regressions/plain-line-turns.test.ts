@@ -4,7 +4,7 @@
 // older tag, served later, moves `virtual` back. A tenant joining next must go before the tenantless
 // waiter, as in Redis. Entering with `virtual + 1` instead fails here, and passed 300 model sequences.
 import { describe, expect, it } from "vitest";
-import type { Store } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { uniquePrefix } from "../support/redis.js";
 import { storesUnderTest } from "../support/stores.js";
 

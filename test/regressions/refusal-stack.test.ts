@@ -3,9 +3,10 @@
 // (`semaphoreEngine`, `lockEngine`) builds its refusal errors without one, on both stores (over Redis the
 // refusal is made after an await, where the adapter cannot reach it); `semaphore()` and `lock()` keep theirs.
 import { describe, expect, it } from "vitest";
-import { LockNotAcquiredError, lock, memoryStore, SemaphoreNotAcquiredError, type Store, semaphore } from "../../src/index.js";
-import { lockEngine } from "../../src/lock.js";
-import { semaphoreEngine } from "../../src/semaphore.js";
+import { LockNotAcquiredError, lock, memoryStore, SemaphoreNotAcquiredError, semaphore } from "../../src/index.js";
+import { lockEngine } from "../../src/lock/index.js";
+import { semaphoreEngine } from "../../src/semaphore/index.js";
+import type { Store } from "../../src/store/index.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 
 /** A stack trace has frames ("    at ...") after its first line; one captured with no frames has none. */

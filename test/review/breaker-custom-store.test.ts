@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { memoryStore, type Store, semaphore } from "../../src/index.js";
+import { memoryStore, semaphore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { eventually, mapCalls } from "../support/stores.js";
 
 /**

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { memoryStore, type Store, StoreUnavailableError, semaphore } from "../../src/index.js";
+import { memoryStore, StoreUnavailableError, semaphore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { mapCalls } from "../support/stores.js";
 
 // Found by review: a custom store that failed on ONE id with an error not shaped like a Redis reply

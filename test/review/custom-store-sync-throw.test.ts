@@ -15,7 +15,7 @@ function syncStore() {
   return { store: { ...store, kind: "sync" }, throwing };
 }
 
-// send() exists so that "a custom store need not be async" (src/store-call.ts); count, stats,
+// send() exists so that "a custom store need not be async" (src/store/access/bounded.ts); count, stats,
 // extend and release called the store bare, so such a store's failure reached the caller as its
 // raw error, not StoreUnavailableError, and the breaker never heard of it.
 describe("a custom store that throws instead of rejecting", () => {

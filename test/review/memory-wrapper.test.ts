@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { lock, memoryStore, type SemaphoreAcquireCall, type Store, semaphore } from "../../src/index.js";
+import { lock, memoryStore, semaphore } from "../../src/index.js";
+import type { SemaphoreAcquireCall, Store } from "../../src/store/index.js";
 
 // Found by review: a store wrapped with Object.create, the pattern the Redis store supports on purpose,
 // failed on the embedded store. isMemoryStore() was `instanceof`, true for the wrapper, so the engine

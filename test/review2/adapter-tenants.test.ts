@@ -3,7 +3,8 @@ import express, { type NextFunction, type Request, type Response } from "express
 import request from "supertest";
 import { describe, expect, it } from "vitest";
 import { semaphore } from "../../integrations/express/index.js";
-import { semaphore as core, memoryStore, redisStore, type Store } from "../../src/index.js";
+import { semaphore as core, memoryStore, redisStore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { newRedis } from "../support/redis.js";
 
 const STORES: { name: string; make: () => Store }[] = [

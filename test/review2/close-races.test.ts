@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { lock, memoryStore, redisStore, ShutdownError, type Store, semaphore } from "../../src/index.js";
+import { lock, memoryStore, redisStore, ShutdownError, semaphore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 
 /** A store and a second view of it, as another process would have (memory: the same store). */

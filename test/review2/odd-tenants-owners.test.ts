@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { lock, memoryStore, redisStore, type Store, semaphore } from "../../src/index.js";
+import { lock, memoryStore, redisStore, semaphore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 
 const STORES: { name: string; make: () => Store }[] = [

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { redisStore, type SemaphoreAcquireCall, type SemaphoreReleaseCall } from "../../src/index.js";
+import { redisStore } from "../../src/index.js";
+import type { SemaphoreAcquireCall, SemaphoreReleaseCall } from "../../src/store/index.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 
 // Found by review (#13): the Redis fast path hands the caller's own call object to the coalescer,

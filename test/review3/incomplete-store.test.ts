@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { lock, memoryStore, redisStore, type Store, semaphore, ValidationError } from "../../src/index.js";
+import { lock, memoryStore, redisStore, semaphore, ValidationError } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { newRedis } from "../support/redis.js";
 
-// Found by review (#13): a store is told apart by its two `acquire` calls alone (src/store/shape.ts),
+// Found by review (#13): a store is told apart by its two `acquire` calls alone (src/store/contract/shape.ts),
 // so one missing the rest of the contract was taken, and failed only later, after a slot was taken.
 // A wrapper without `semaphore.release` admitted, then could never give the permit back (each
 // release a StoreUnavailableError: the permit held for its whole lease). One without `watch` (as a

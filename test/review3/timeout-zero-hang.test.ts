@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { lock, memoryStore, type Store, StoreUnavailableError, semaphore } from "../../src/index.js";
+import { lock, memoryStore, StoreUnavailableError, semaphore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 
 // Found by review (#13): `timeoutMs: 0` on the contract turns the engine's bound off for any store
 // that declares it, and the embedded store declares it as an own field. A wrapper built the way the

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { memoryStore, redisStore, ShutdownError, type Store } from "../../src/index.js";
+import { memoryStore, redisStore, ShutdownError } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 
 // Found by review (#13): the two stores disagreed on a wrapper made with Object.create(store). The

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { redisStore, type SemaphoreLease, type Store, semaphore } from "../../src/index.js";
+import { redisStore, type SemaphoreLease, semaphore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 import { eventually, mapCalls } from "../support/stores.js";
 

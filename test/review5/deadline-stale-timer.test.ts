@@ -2,7 +2,7 @@
 // even when it is given less than those earlier calls (a wait's last call, `spentMs`): the timer
 // left armed for the earlier, later deadline must not be the one that bounds it.
 import { describe, expect, it } from "vitest";
-import { Deadlines } from "../../src/store-deadlines.js";
+import { Deadlines } from "../../src/store/access/deadlines.js";
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

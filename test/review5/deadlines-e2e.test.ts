@@ -1,10 +1,11 @@
-// Review 5: the one deadline timer per store (src/store-deadlines.ts) over a real Redis, through a
+// Review 5: the one deadline timer per store (src/store/access/deadlines.ts) over a real Redis, through a
 // custom store that answers its calls out of order, late, or never. Every call must time out on its
 // own bound, a late answer must not be heard, and an acquire that timed out must have its permit given
 // back when its late answer arrives.
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { redisStore, type Store, StoreUnavailableError, semaphore } from "../../src/index.js";
+import { redisStore, StoreUnavailableError, semaphore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { newRedis } from "../support/redis.js";
 import { type AnyCall, eventually, mapCalls } from "../support/stores.js";
 

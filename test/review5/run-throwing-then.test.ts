@@ -1,10 +1,11 @@
-// Review 5: `run` lost its async frame (src/keeper.ts). A body's result is tested for a `then`
+// Review 5: `run` lost its async frame (src/lease/keeper.ts). A body's result is tested for a `then`
 // outside the try that ends the keeping: a result whose `then` getter throws (a proxy, a lazy
 // record) escaped before the lease was given back, so the permit stayed held and renewed for ever.
 // With `await fn(lease)` the throw was the body's failure and the lease was given back.
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { memoryStore, redisStore, type Store, semaphore } from "../../src/index.js";
+import { memoryStore, redisStore, semaphore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { newRedis } from "../support/redis.js";
 
 const poisoned = () => ({

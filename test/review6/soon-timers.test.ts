@@ -1,9 +1,9 @@
-// Review 6, a guard (passes): perf-engine's `soon()` (src/timers.ts) arms its callbacks at the end of the
+// Review 6, a guard (passes): perf-engine's `soon()` (src/runtime/timers.ts) arms its callbacks at the end of the
 // turn and compacts the list of dropped ones in a long turn. Checked: a callback kept among hundreds
 // dropped in the same turn still runs (a waiter's wake, a lease's renewal tick), none dropped runs,
 // and one dropped after it was armed does not run either.
 import { describe, expect, it } from "vitest";
-import { SharedTimers } from "../../src/timers.js";
+import { SharedTimers } from "../../src/runtime/timers.js";
 import { eventually } from "../support/stores.js";
 
 describe("shared timers: soon()", () => {

@@ -5,7 +5,7 @@
 // nothing stays queued or held for them.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { redisStore, StoreUnavailableError, semaphore } from "../../src/index.js";
-import { scripts } from "../../src/store/lua.generated.js";
+import { scripts } from "../../src/store/redis/lua.generated.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 import { type RedisServer, startRedisServer } from "../support/redis-server.js";
 import { eventually } from "../support/stores.js";

@@ -3,7 +3,8 @@
 // on the Redis store as on the memory store; and a lapsed lease's permit is taken again by the next
 // caller, never counted twice.
 import { describe, expect, it } from "vitest";
-import { memoryStore, redisStore, type Store } from "../../src/index.js";
+import { memoryStore, redisStore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

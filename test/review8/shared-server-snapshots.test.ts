@@ -6,7 +6,7 @@
 // settles; at the end nothing is held or queued and no key of the id is left without an expiry.
 import { describe, expect, it } from "vitest";
 import { redisStore, semaphore } from "../../src/index.js";
-import { storeKey } from "../../src/store-keys.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 
 const LIMIT = 4;

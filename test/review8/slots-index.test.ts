@@ -6,9 +6,9 @@
 // accepted, a re-sent acquire never counts twice, and the counts always match the live leases.
 import { describe, expect, it } from "vitest";
 import { type Lease, semaphore } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import { processClock } from "../../src/store/memory/clock.js";
-import { createMemoryStore } from "../../src/store/memory.js";
-import { storeKey } from "../../src/store-keys.js";
+import { createMemoryStore } from "../../src/store/memory/index.js";
 
 const LIMIT = 60;
 

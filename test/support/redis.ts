@@ -3,7 +3,7 @@ import { Valkey } from "iovalkey";
 import { createClient } from "redis";
 import { createClient as createClient5 } from "redis5";
 import { afterAll, inject } from "vitest";
-import type { NodeRedisLikeClient } from "../../src/index.js";
+import type { NodeRedisLikeClient } from "../../src/store/index.js";
 
 const opened: { close(): unknown }[] = [];
 

@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
-import { memoryStore, type RedisClient, redisStore, type Store } from "../../src/index.js";
+import { memoryStore, type RedisClient, redisStore } from "../../src/index.js";
+import type { Store } from "../../src/store/index.js";
 import { newNodeRedis, newRedis, newValkey } from "./redis.js";
 
 /** One store the conformance suite runs against. */

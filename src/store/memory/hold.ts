@@ -1,4 +1,4 @@
-import type { AcquireReply } from "../types.js";
+import type { AcquireReply } from "../contract/types.js";
 
 /**
  * An id's typical hold time, as the embedded store keeps it: the same record

@@ -1,5 +1,6 @@
-import type { Kind } from "../grouped.js";
-import type { AcquireReply, Store, TenantOptions } from "../types.js";
+import type { TenantOptions } from "../contract/calls.js";
+import type { Kind } from "../contract/grouped.js";
+import type { AcquireReply, Store } from "../contract/types.js";
 import type { LocalJoin } from "./queue.js";
 
 export type { Kind };

@@ -1,4 +1,5 @@
-import type { AcquireReply, Inspection, LockStats, QueueOptions } from "../types.js";
+import type { QueueOptions } from "../contract/calls.js";
+import type { AcquireReply, Inspection, LockStats } from "../contract/types.js";
 import { holdRead } from "./hold.js";
 import { type LocalJoin, queueInspect, queueJoin, queuePrune, queueTouch, queueWaiter } from "./queue.js";
 import { settle } from "./settle.js";

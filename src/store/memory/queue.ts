@@ -1,5 +1,5 @@
-import { copyDue } from "../../churn.js";
-import type { Inspection } from "../types.js";
+import { copyDue } from "../../runtime/copy-due.js";
+import type { Inspection } from "../contract/types.js";
 import { latestOf } from "./clock.js";
 import { Slots } from "./slots.js";
 import { Turns } from "./turns.js";
@@ -62,7 +62,7 @@ export interface LocalJoin extends LocalWaiter {
 export interface Queue {
   /** Every waiter, by token without hashing it (slots.ts). */
   readonly waiters: Slots<Waiter>;
-  /** The named tenants' lines (tenant "" waits in `line`): copied now and then (see churn.ts), read them from here each time. */
+  /** The named tenants' lines (tenant "" waits in `line`): copied now and then (see runtime/copy-due.ts), read them from here each time. */
   readonly tenants: Map<string, Map<string, Waiter>>;
   /** Named tenants' waiters dropped since their lines were last copied. */
   dropped: number;

@@ -1,5 +1,5 @@
-import type { AcquireReply, Inspection, QueueOptions, SemaphoreCounts, TenantOptions } from "../types.js";
-import { tenantOf } from "../types.js";
+import type { QueueOptions, TenantOptions } from "../contract/calls.js";
+import type { AcquireReply, Inspection, SemaphoreCounts } from "../contract/types.js";
 import { latestOf } from "./clock.js";
 import { fenceNext } from "./fence.js";
 import { grant } from "./grant.js";
@@ -182,4 +182,10 @@ export function semaphoreInspect(state: SemaphoreState | undefined, now: number)
       .map(({ token, weight, expiresAt }) => ({ token, weight, expiresInMs: Math.ceil(expiresAt - now) })),
     waiters: queueInspect(state.queue, now),
   };
+}
+
+/** The tenant a lease token belongs to: what follows its first `@` (tokens are base64url: none of their own). "" for none. */
+function tenantOf(token: string): string {
+  const at = token.indexOf("@");
+  return at < 0 ? "" : token.slice(at + 1);
 }

@@ -1,4 +1,4 @@
-import type { Grant } from "../types.js";
+import type { Grant } from "../contract/calls.js";
 import type { MemoryClock } from "./clock.js";
 import type { HoldRecord } from "./hold.js";
 import { newQueue, type Queue } from "./queue.js";

@@ -1,4 +1,4 @@
-import type { WaiterRefresh } from "../types.js";
+import type { WaiterRefresh } from "../contract/types.js";
 import { holdAdd } from "./hold.js";
 import { queueLeave, queuePrune, queueRefresh } from "./queue.js";
 import { settle } from "./settle.js";

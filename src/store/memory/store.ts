@@ -1,8 +1,9 @@
-import { ShutdownError } from "../../errors.js";
-import type * as calls from "../calls.js";
-import { GroupedStore, type Kind } from "../grouped.js";
-import { IN_PROCESS } from "../shape.js";
-import type { AcquireReply, Grant, Inspection, LockStats, QueueOptions, SemaphoreCounts, WaiterRefresh } from "../types.js";
+import { ShutdownError } from "../../errors/index.js";
+import type * as calls from "../contract/calls.js";
+import type { Grant, QueueOptions } from "../contract/calls.js";
+import { GroupedStore, type Kind } from "../contract/grouped.js";
+import { IN_PROCESS } from "../contract/shape.js";
+import type { AcquireReply, Inspection, LockStats, SemaphoreCounts, WaiterRefresh } from "../contract/types.js";
 import { type MemoryClock, processClock } from "./clock.js";
 import type { SemaphoreState } from "./holders.js";
 import type { LocalReply, LocalStore, Named } from "./local.js";
@@ -84,7 +85,7 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
     if (this.#closing !== undefined) throw new ShutdownError(this.kind);
   }
 
-  // ---- the Store contract: the cores below, in a promise, grouped by ../grouped.ts ----
+  // ---- the Store contract: the cores below, in a promise, grouped by ../contract/grouped.ts ----
 
   async acquire(kind: Kind, call: calls.SemaphoreAcquireCall | calls.LockAcquireCall): Promise<AcquireReply> {
     // A lock's call has no limit, weight or tenant: #acquireNow reads them for a semaphore only.

@@ -1,9 +1,9 @@
 // The fast paths of a semaphore (lua/semaphore-take.lua, semaphore-return.lua, semaphore-extend.lua):
 // almost every request makes these calls. One declared key (two when tenants hold), and the calls
-// of one turn on one id gathered into one script call (../coalesce.ts).
+// of one turn on one id gathered into one script call (coalesce.ts).
 
-import type { SemaphoreAcquireCall, SemaphoreExtendCall, SemaphoreReleaseCall } from "../calls.js";
-import { Coalescer } from "../coalesce.js";
+import type { SemaphoreAcquireCall, SemaphoreExtendCall, SemaphoreReleaseCall } from "../contract/calls.js";
+import { Coalescer } from "./coalesce.js";
 import { flagsPerItem, heldArgument, type TakeAnswer, takeAnswers } from "./replies.js";
 import type { Script, Scripts } from "./scripts.js";
 

@@ -1,6 +1,6 @@
 // The scripts' replies, checked and turned into what the Store interface answers. A reply of the
 // wrong shape throws `unexpected` (the engine turns it into StoreUnavailableError).
-import type { AcquireReply, Inspection, WaiterRefresh, WaiterStatus } from "../types.js";
+import type { AcquireReply, Inspection, WaiterRefresh, WaiterStatus } from "../contract/types.js";
 import { type Script, unexpected } from "./scripts.js";
 
 const STATUS_REPLIES = [0, 1, 2, 3, 4];

@@ -1,6 +1,6 @@
-import type { ScriptClient } from "../clients.js";
-import type { scripts } from "../lua.generated.js";
-import { permissionError } from "../permissions.js";
+import type { ScriptClient } from "./clients.js";
+import type { scripts } from "./lua.generated.js";
+import { permissionError } from "./permissions.js";
 
 /** The embedded scripts, by name; the model-based suite swaps in a build whose clock it sets. */
 export type Scripts = { readonly [Name in keyof typeof scripts]: Script };
@@ -40,7 +40,7 @@ function refused(error: unknown, script: Script, keys: readonly string[]): unkno
 /** A reply no script sends: the server answered, wrongly. */
 export function unexpected(reply: unknown, script: Script): Error {
   const error = new Error(`unexpected reply ${JSON.stringify(reply)} from ${script.name}`);
-  // The server answered, wrongly: not a sign that it is unreachable (see src/breaker.ts).
+  // The server answered, wrongly: not a sign that it is unreachable (see store/access/breaker.ts).
   error.name = "UnexpectedReply";
   return error;
 }

@@ -1,9 +1,9 @@
-import { ShutdownError } from "../../errors.js";
-import type * as calls from "../calls.js";
-import { type RedisClient, type ScriptClient, scriptClient } from "../clients.js";
-import { Coalescer } from "../coalesce.js";
-import { GroupedStore, type Kind } from "../grouped.js";
-import type { AcquireReply, Inspection, LockStats, SemaphoreCounts, Store, WaiterRefresh } from "../types.js";
+import { ShutdownError } from "../../errors/index.js";
+import type * as calls from "../contract/calls.js";
+import { GroupedStore, type Kind } from "../contract/grouped.js";
+import type { AcquireReply, Inspection, LockStats, SemaphoreCounts, Store, WaiterRefresh } from "../contract/types.js";
+import { type ScriptClient, scriptClient } from "./clients.js";
+import { Coalescer } from "./coalesce.js";
 import { FastPaths } from "./fast.js";
 import {
   acquireReply,
@@ -17,6 +17,7 @@ import {
   takeReply,
 } from "./replies.js";
 import { runScript, type Script, type Scripts, unexpected } from "./scripts.js";
+import type { RedisClient } from "./types.js";
 import { Announcements } from "./watch.js";
 
 /**
@@ -131,7 +132,7 @@ export class RedisLeaseStore extends GroupedStore implements Store {
     return this.closing;
   }
 
-  // ---- the Store contract's steps, grouped by ../grouped.ts ----
+  // ---- the Store contract's steps, grouped by ../contract/grouped.ts ----
 
   acquire(kind: Kind, call: calls.SemaphoreAcquireCall | calls.LockAcquireCall): Promise<AcquireReply> {
     if (kind === "lock") {

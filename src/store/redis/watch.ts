@@ -1,9 +1,9 @@
 // Grant announcements (lua/lib/grant.lua): a waiter hears that it was granted over pub/sub, or in
 // the reply of a release made by its own process.
-import { StoreUnavailableError } from "../../errors.js";
-import type { ScriptClient, Subscriber } from "../clients.js";
-import { permissionError } from "../permissions.js";
-import type { Grant } from "../types.js";
+import { StoreUnavailableError } from "../../errors/index.js";
+import type { Grant } from "../contract/calls.js";
+import type { ScriptClient, Subscriber } from "./clients.js";
+import { permissionError } from "./permissions.js";
 
 /** Where grants on a key are announced (the scripts derive the same name). */
 const channelOf = (key: string): string => `${key}:ch`;

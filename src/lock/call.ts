@@ -1,0 +1,50 @@
+import type { Acquired, Refused } from "../acquire/types.js";
+import { LockLeaseLostError, LockNotAcquiredError } from "../errors/index.js";
+import { LeaseCall } from "../lease/call.js";
+import { LeaseHandle } from "../lease/handle.js";
+import type { TokenTag } from "../lease/token.js";
+import type { CallSettings } from "../options/settings.js";
+import type { QueueOptions } from "../store/contract/calls.js";
+import type { AcquireReply, Store, WaiterRefresh } from "../store/contract/types.js";
+
+/** One call of a lock, and the store calls of its acquisition and lease (see `LeaseCall`). */
+export class LockCall extends LeaseCall<LeaseHandle> {
+  readonly limit = 1;
+  readonly weight = 1;
+
+  constructor(id: string, storeKey: string, settings: CallSettings, tag: TokenTag) {
+    super("lock", id, storeKey, settings, tag);
+  }
+
+  take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply> {
+    return store.lock.acquire({ storeKey: this.storeKey, token, leaseMs: this.leaseMs, queue });
+  }
+
+  leave(store: Store, token: string): Promise<void> {
+    return store.lock.leave({ storeKey: this.storeKey, token });
+  }
+
+  refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Promise<WaiterRefresh> {
+    return store.lock.refreshWaiters({ storeKey: this.storeKey, tokens, waiterLeaseMs });
+  }
+
+  extend(token: string, ms: number): Promise<boolean> {
+    return this.store.lock.extend({ storeKey: this.storeKey, token, leaseMs: ms });
+  }
+
+  release(token: string, heldMs: number | undefined): Promise<boolean> {
+    return this.store.lock.release({ storeKey: this.storeKey, token, heldMs });
+  }
+
+  lost(): LockLeaseLostError {
+    return new LockLeaseLostError(this.id);
+  }
+
+  notAcquired(refused: Refused): LockNotAcquiredError {
+    return new LockNotAcquiredError(this.id, refused.retryAfterMs, refused.reason, refused);
+  }
+
+  lease(had: Acquired): LeaseHandle {
+    return new LeaseHandle(this, had);
+  }
+}
