@@ -32,7 +32,7 @@ export abstract class LeaseCall<L extends LeaseHandle = LeaseHandle> implements 
   constructor(
     readonly kind: "semaphore" | "lock",
     readonly id: string,
-    /** The id's store key (`{prefix:id}`). */
+    /** The id's store key (`{prefix:kind:id}`). */
     readonly storeKey: string,
     readonly settings: CallSettings,
     /** What the token carries after its random part and acquire time: owner (and limit), see `ownerTag`. */

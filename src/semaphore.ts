@@ -61,7 +61,7 @@ export interface SemaphoreOptions extends RetryOptions, WaitOptions, KeepingOpti
   /** How many permits exist per id: a positive integer, or a function of the id for per-id limits. */
   limit: number | ((id: string) => number);
   /**
-   * Key namespace; the store key of an id is `{<prefix>:<id>}`.
+   * Key namespace; the store key of an id is `{<prefix>:semaphore:<id>}`.
    * @default "semaphore"
    */
   prefix?: string;

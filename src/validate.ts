@@ -65,8 +65,8 @@ export function optionalBoolean(option: string, value: unknown): boolean | undef
 /**
  * A key prefix: non-empty, printable, without the braces leasehold reserves
  * for the Redis Cluster hash tag, and without `:`, which separates it from
- * the id in the key (`{<prefix>:<id>}`): the prefix ends at the first `:`,
- * so every (prefix, id) pair has keys of its own.
+ * the kind and the id in the key (`{<prefix>:<kind>:<id>}`): the prefix ends at
+ * the first `:`, so every (prefix, kind, id) has keys of its own.
  */
 export function prefix(value: unknown): string {
   if (typeof value === "string" && value.length > 0 && value.length <= 256 && !/[{}:]/.test(value) && !CONTROL.test(value)) {

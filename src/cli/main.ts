@@ -109,7 +109,7 @@ function parse(argv: readonly string[]): { command: string; values: Values; targ
     throw new CliError(`--kind must be semaphore or lock, got ${JSON.stringify(kind)}.`, 2);
   const prefix = checkPrefix(values.prefix ?? kind);
   checkId(id);
-  return { command, values, target: { kind, id, prefix, key: storeKey(prefix, id) } };
+  return { command, values, target: { kind, id, prefix, key: storeKey(prefix, kind, id) } };
 }
 
 function interval(value: string | undefined): number {

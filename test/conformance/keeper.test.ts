@@ -9,6 +9,7 @@ import {
   semaphore,
   ValidationError,
 } from "../../src/index.js";
+import { storeKey } from "../../src/store-keys.js";
 import { uniquePrefix } from "../support/redis.js";
 import { eventually, gate, spyStore, storesUnderTest } from "../support/stores.js";
 
@@ -124,7 +125,7 @@ describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) =>
       "k",
       async (lease) => {
         // Someone (an operator, an eviction) removes our entry.
-        await base.semaphore.release({ storeKey: `{${prefix}:k}`, token: lease.token });
+        await base.semaphore.release({ storeKey: storeKey(prefix, "semaphore", "k"), token: lease.token });
         lease.signal.addEventListener("abort", () => seen.open(lease.signal.reason), { once: true });
         await seen.opened;
         return "resolved";
@@ -146,7 +147,7 @@ describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) =>
       .run(
         "k",
         async (lease) => {
-          await base.lock.release({ storeKey: `{${prefix}:k}`, token: lease.token });
+          await base.lock.release({ storeKey: storeKey(prefix, "lock", "k"), token: lease.token });
           await new Promise((_, reject) =>
             lease.signal.addEventListener(
               "abort",
@@ -240,7 +241,7 @@ describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) =>
     const locks = lock({ client: base, prefix });
     await expect(
       locks.run("k", async (lease) => {
-        await base.lock.release({ storeKey: `{${prefix}:k}`, token: lease.token });
+        await base.lock.release({ storeKey: storeKey(prefix, "lock", "k"), token: lease.token });
         return "done";
       }),
     ).rejects.toBeInstanceOf(LockLeaseLostError);
@@ -323,7 +324,7 @@ describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) =>
     const slots = semaphore({ client: base, limit: 1, prefix });
     const { result, lost } = await lostDuring(() =>
       slots.run("k", async (lease) => {
-        await base.semaphore.release({ storeKey: `{${prefix}:k}`, token: lease.token });
+        await base.semaphore.release({ storeKey: storeKey(prefix, "semaphore", "k"), token: lease.token });
         expect(await lease.release()).toBe(false);
         expect(lease.signal.reason).toBeInstanceOf(SemaphoreLeaseLostError);
         return "too late";
@@ -340,7 +341,7 @@ describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) =>
     const locks = lock({ client: base, prefix });
     const { result, lost } = await lostDuring(() =>
       locks.run("k", async (lease) => {
-        await base.lock.release({ storeKey: `{${prefix}:k}`, token: lease.token });
+        await base.lock.release({ storeKey: storeKey(prefix, "lock", "k"), token: lease.token });
         void lease.release();
         return "looked fine";
       }),

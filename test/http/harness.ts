@@ -2,6 +2,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { RequestLease } from "../../src/http/exchange.js";
 import type { Store } from "../../src/index.js";
+import { storeKey } from "../../src/store-keys.js";
 
 /**
  * What the handlers of every framework share with the test: gates the test
@@ -53,7 +54,7 @@ export class Control {
 
   /** Removes a semaphore lease behind its holder's back (an operator, an eviction). */
   async steal(lease: RequestLease): Promise<void> {
-    await this.raw.semaphore.release({ storeKey: `{semaphore:${lease.key}}`, token: lease.token });
+    await this.raw.semaphore.release({ storeKey: storeKey("semaphore", "semaphore", lease.key), token: lease.token });
   }
 }
 
