@@ -119,10 +119,11 @@ export interface Semaphore {
    * Permit usage of `id` in one store round trip: the limit, permits used,
    * live holders, callers waiting, permits available, and how many tenants
    * hold or wait. With `{ tenant }`, the same for one tenant of the id, its
-   * `limit` being its `tenantLimit` (the one passed here, or the semaphore's).
+   * `limit` being its `tenantLimit` (the one passed here, a number or a
+   * function of the tenant, or the semaphore's).
    */
   stats(id: string): Promise<SemaphoreStats>;
-  stats(id: string, options: { tenant: string; tenantLimit?: number }): Promise<TenantStats>;
+  stats(id: string, options: { tenant: string; tenantLimit?: number | ((tenant: string) => number) }): Promise<TenantStats>;
   /**
    * Who holds permits of `id` now, oldest first: each live lease's token,
    * owner, acquire time, end, weight and tenant (granted waiters included).

@@ -1,6 +1,6 @@
 import { ValidationError } from "./errors.js";
 import type { Tenant } from "./lease-call.js";
-import { tenant as checkTenant, integerAtLeast } from "./validate.js";
+import { tenant as checkTenant, integerAtLeast, show } from "./validate.js";
 
 /** The tenant options a semaphore call may pass. */
 export interface TenantCallOptions {
@@ -12,9 +12,16 @@ export interface TenantCallOptions {
   tenant?: string;
   /**
    * The most permits this call's tenant may hold at once (weights count), at
-   * most the id's limit. Overrides the semaphore's `tenantLimit`.
+   * most the id's limit: a positive integer, or a function of the tenant
+   * that returns one (checked at each call, before any permit is taken).
+   * Overrides the semaphore's `tenantLimit`.
+   *
+   * @example
+   * ```ts
+   * await slots.run("openai", work, { tenant: "acme", tenantLimit: (tenant) => (premium.has(tenant) ? 8 : 2) });
+   * ```
    */
-  tenantLimit?: number;
+  tenantLimit?: number | ((tenant: string) => number);
   /** The most callers of this tenant waiting on the id; one more is refused at once. @default unbounded */
   tenantMaxQueue?: number;
 }
@@ -22,9 +29,15 @@ export interface TenantCallOptions {
 /** The tenant defaults a semaphore takes. */
 export interface TenantFactoryOptions {
   /**
-   * The most permits one tenant may hold at once: a number, or a function of
-   * the tenant (premium tenants get more). At most the id's limit. Required
-   * (here or per call) for any call that passes a `tenant`.
+   * The most permits one tenant may hold at once: a positive integer, or a
+   * function of the tenant that returns one (premium tenants get more). At
+   * most the id's limit. Required (here or per call) for any call that passes
+   * a `tenant`.
+   *
+   * @example
+   * ```ts
+   * const slots = semaphore(redis, { limit: 20, tenantLimit: (tenant) => (premium.has(tenant) ? 8 : 2) });
+   * ```
    */
   tenantLimit?: number | ((tenant: string) => number);
   /** The most callers of one tenant waiting on one id. @default unbounded */
@@ -74,14 +87,15 @@ export function tenantOfCall(
     return undefined;
   }
   const name = checkTenant(given.tenant);
-  const cap = given.tenantLimit !== undefined ? given.tenantLimit : capOf(defaults.limit, name);
-  if (cap === undefined) {
+  const option = given.tenantLimit !== undefined ? given.tenantLimit : defaults.limit;
+  if (option === undefined) {
     throw new ValidationError(
       "tenantLimit",
       `tenant "${name}" has no tenantLimit: pass tenantLimit with the call or to semaphore(...). ${limitFix}`,
     );
   }
-  const tenantLimit = integerAtLeast("tenantLimit", cap, 1, limitFix);
+  const tenantLimit =
+    typeof option === "function" ? answerOf(option, name, limit) : integerAtLeast("tenantLimit", option, 1, limitFix);
   if (tenantLimit > limit) throw above(tenantLimit, limit);
   if (weight > tenantLimit) {
     throw new ValidationError(
@@ -93,16 +107,24 @@ export function tenantOfCall(
   return { name, limit: tenantLimit, maxQueue };
 }
 
-function capOf(limit: TenantDefaults["limit"], tenant: string): unknown {
-  if (typeof limit !== "function") return limit;
+/** What a tenantLimit function answers for `tenant`: a whole number from 1 to the id's limit, or a ValidationError saying what it returned. */
+function answerOf(cap: (tenant: string) => unknown, tenant: string, limit: number): number {
+  let answer: unknown;
   try {
-    return limit(tenant);
+    answer = cap(tenant);
   } catch (error) {
     throw new ValidationError(
       "tenantLimit",
-      `the tenantLimit function threw for tenant "${tenant}": ${error instanceof Error ? error.message : String(error)}`,
+      `the tenantLimit function threw for tenant "${tenant}": ${error instanceof Error ? error.message : String(error)}. Make it return the tenant's cap, a whole number from 1 to the limit (${limit}).`,
     );
   }
+  if (typeof answer === "number" && Number.isSafeInteger(answer) && answer >= 1 && answer <= limit) return answer;
+  const why =
+    typeof answer === "number" && Number.isSafeInteger(answer) && answer > limit ? `, above the id's limit ${limit}` : "";
+  throw new ValidationError(
+    "tenantLimit",
+    `the tenantLimit function returned ${show(answer)} for tenant "${tenant}"${why}; it must return a whole number from 1 to the limit (${limit}). ${limitFix}`,
+  );
 }
 
 function maxQueueOf(value: unknown): number {

@@ -14,7 +14,8 @@ export const MAX_ID_LENGTH = 1024;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
-function show(value: unknown): string {
+/** A value as an error message shows it: strings quoted (and cut), objects by their kind. */
+export function show(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
   if (typeof value === "function") return "a function";
   if (typeof value === "bigint") return `${value}n`;
