@@ -1,3 +1,4 @@
+import type { LossReason } from "./errors/lease-lost.js";
 import type { LeaseholdError, LeaseLostError } from "./errors.js";
 import { type Subject, subjectOf } from "./events.js";
 import type { LeaseHandle } from "./lease-handle.js";
@@ -61,8 +62,8 @@ export abstract class LeaseCall<L extends LeaseHandle = LeaseHandle> implements 
   abstract refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Promise<WaiterRefresh>;
   abstract extend(token: string, ms: number): Promise<boolean>;
   abstract release(token: string, heldMs: number | undefined): Promise<boolean>;
-  /** The error that names the loss of this call's lease. */
-  abstract lost(): LeaseLostError;
+  /** The error that names the loss of this call's lease, and why it was lost. */
+  abstract lost(reason: LossReason): LeaseLostError;
   /** The error `run` rejects with when no lease was had. */
   abstract notAcquired(refused: Refused): LeaseholdError;
   /** The lease handle of what was had. */

@@ -1,3 +1,4 @@
+import { lossReason } from "./errors/lease-lost.js";
 import { channels, type LostEvent, type ReleasedEvent, type Subject } from "./events.js";
 import { Confirmation } from "./hand-off.js";
 import { holdToReport } from "./hold-samples.js";
@@ -321,7 +322,8 @@ export class LeaseHandle implements Lease {
    */
   lose(cause?: Error): void {
     if (this.#lost !== undefined) return;
-    const error = this.#call.lost();
+    // Past its deadline by this process's clock, a lease ran out; before it, the store took it away.
+    const error = this.#call.lost(lossReason(cause, performance.now() >= this.deadline));
     if (cause !== undefined) Object.defineProperty(error, "cause", { value: cause, configurable: true, writable: true });
     this.#lost = error;
     this.#controller?.abort(error);

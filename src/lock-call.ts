@@ -1,3 +1,4 @@
+import type { LossReason } from "./errors/lease-lost.js";
 import { LockLeaseLostError, LockNotAcquiredError } from "./errors.js";
 import { LeaseCall } from "./lease-call.js";
 import { LeaseHandle } from "./lease-handle.js";
@@ -35,8 +36,8 @@ export class LockCall extends LeaseCall {
     return this.store.lock.release({ storeKey: this.storeKey, token, heldMs });
   }
 
-  lost(): LockLeaseLostError {
-    return new LockLeaseLostError(this.id);
+  lost(reason: LossReason): LockLeaseLostError {
+    return new LockLeaseLostError(this.id, reason);
   }
 
   notAcquired(refused: Refused): LockNotAcquiredError {

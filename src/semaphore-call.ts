@@ -1,3 +1,4 @@
+import type { LossReason } from "./errors/lease-lost.js";
 import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError } from "./errors.js";
 import type { SemaphoreLease } from "./lease.js";
 import { LeaseCall, type Tenant } from "./lease-call.js";
@@ -67,8 +68,8 @@ export class SemaphoreCall extends LeaseCall<SemaphoreLeaseHandle> {
     return this.store.semaphore.release({ storeKey: this.storeKey, token, weight: this.weight, heldMs });
   }
 
-  lost(): SemaphoreLeaseLostError {
-    return new SemaphoreLeaseLostError(this.id, this.limit);
+  lost(reason: LossReason): SemaphoreLeaseLostError {
+    return new SemaphoreLeaseLostError(this.id, this.limit, reason);
   }
 
   notAcquired(refused: Refused): SemaphoreNotAcquiredError {

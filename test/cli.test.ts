@@ -261,6 +261,58 @@ describe("leasehold watch", SLOW, () => {
   });
 });
 
+describe("leasehold watch into a pipe that closes (issue #27, defect 10)", SLOW, () => {
+  it("ends quietly with status 0 when its reader goes away, as `watch … | head` does", async () => {
+    const prefix = uniquePrefix();
+    const child = spawn(
+      COMMAND[0],
+      [...COMMAND.slice(1), "watch", "w", "--json", "--interval", "100", "--prefix", prefix, "--url", redisUrl()],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let stderr = "";
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+      child.once("close", (code, signal) => resolve({ code, signal })),
+    );
+    // As `head -n 1`: one reading, then the pipe's reading end is closed.
+    await new Promise((resolve) => child.stdout.once("data", resolve));
+    child.stdout.destroy();
+    expect(await exited).toEqual({ code: 0, signal: null });
+    expect(stderr).toBe("");
+  });
+});
+
+describe("leasehold inspect with the other --kind (issue #27, defect 10)", SLOW, () => {
+  it("says that the other kind holds the id, and how to look at it", async () => {
+    const prefix = uniquePrefix();
+    const locks = lock(newRedis(), { prefix, owner: "billing-cron" });
+    const held = await locks.acquire("order:42");
+    const asSemaphore = await cli(["inspect", "order:42", "--prefix", prefix, "--url", redisUrl()]);
+    expect(asSemaphore).toMatchObject({ code: 0, stderr: "" });
+    expect(asSemaphore.stdout).toBe(
+      `semaphore "order:42" (key {${prefix}:semaphore:order:42}): nothing held as a semaphore, nobody waiting; a lock holds this id: pass --kind lock.\n`,
+    );
+    const json = await cli(["inspect", "order:42", "--prefix", prefix, "--url", redisUrl(), "--json"]);
+    expect(JSON.parse(json.stdout)).toMatchObject({ kind: "semaphore", used: 0, holders: [], heldAs: "lock" });
+    await held?.release();
+
+    // The default prefixes: a semaphore under "semaphore", looked for as a lock under "lock".
+    const id = `${prefix}-id`;
+    const slots = semaphore(newRedis(), { limit: 2 });
+    const permit = await slots.acquire(id);
+    const asLock = await cli(["inspect", id, "--kind", "lock", "--url", redisUrl()]);
+    expect(asLock.stdout).toBe(
+      `lock "${id}" (key {lock:lock:${id}}): nothing held as a lock, nobody waiting; a semaphore holds this id: pass --kind semaphore.\n`,
+    );
+    await permit?.release();
+    // Nothing held by either: no hint.
+    const idle = await cli(["inspect", id, "--kind", "lock", "--url", redisUrl()]);
+    expect(idle.stdout).toBe(`lock "${id}" (key {lock:lock:${id}}): nothing held, nobody waiting.\n`);
+  });
+});
+
 describe("leasehold errors: one line, a non-zero status", SLOW, () => {
   it("a URL that is not redis:// or rediss://, or not a URL, is a usage error", async () => {
     failedWith(
