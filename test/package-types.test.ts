@@ -62,7 +62,8 @@ afterAll(() => {
   if (consumers !== undefined) rmSync(consumers, { recursive: true, force: true });
 });
 
-describe("the package's types in a consumer", () => {
+// Each program reads the peers' and Node's types afresh: seconds each on a busy machine.
+describe("the package's types in a consumer", { timeout: 120_000 }, () => {
   it.each(PROFILES)("%s: every entry point resolves and type-checks", (_name, file, options) => {
     const dir = join(consumers, file.replace(/\./g, "-"));
     mkdirSync(dir, { recursive: true });
@@ -85,6 +86,5 @@ describe("the package's types in a consumer", () => {
           `${diagnostic.file?.fileName.slice(consumers.length) ?? ""}: TS${diagnostic.code} ${ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n")}`,
       );
     expect(problems).toEqual([]);
-    // Each program reads the peers' and Node's types afresh: seconds each on a busy machine.
-  }, 120_000);
+  });
 });
