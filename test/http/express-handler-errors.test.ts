@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { semaphore as expressSemaphore, type LeaseholdMiddleware, PROBLEM_TYPES } from "../../integrations/express/index.js";
 import type { RequestLease } from "../../integrations/http/types.js";
 import { CHANNELS, semaphore } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import type { Store } from "../../src/store/index.js";
 import { uniquePrefix } from "../support/redis.js";
 import { eventually, spyStore } from "../support/stores.js";
@@ -256,7 +257,7 @@ describe.each(VERSIONS)("$name", ({ make, asyncThrows }) => {
         const pending = getOnce(`${app.url}/work`).answer;
         await eventually(() => entered.length === 1);
         // Removed behind its holder's back (an operator, an eviction): its next renewal finds it gone.
-        await raw.semaphore.release({ storeKey: `{${prefix}:lost}`, token: leases[0]!.token });
+        await raw.semaphore.release({ storeKey: storeKey(prefix, "semaphore", "lost"), token: leases[0]!.token });
         const answer = await pending;
         expect(answer).toMatchObject({ status: 503, complete: true });
         expect(JSON.parse(answer.body)).toMatchObject({ type: PROBLEM_TYPES["lease-lost"], key: "lost" });

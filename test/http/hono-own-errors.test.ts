@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { semaphore } from "../../integrations/hono/index.js";
 import type { RequestLease } from "../../integrations/http/types.js";
 import { ClientAbortedError, semaphore as engine, SemaphoreLeaseLostError, ShutdownError } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import type { Store } from "../../src/store/index.js";
 import { eventually, spyStore } from "../support/stores.js";
 import { bothStores } from "./frameworks.js";
@@ -106,7 +107,7 @@ describe.each(bothStores)("Hono: leasehold's own errors thrown by a handler, on 
       it("a lease lost before the response starts: 503 lease-lost, not a 500, and no error logged", async () => {
         const { name } = await serve("lost", async (_c, lease) => {
           // Taken behind the holder's back: the next renewal finds it gone.
-          await raw.semaphore.release({ storeKey: `{semaphore:${lease.key}}`, token: lease.token });
+          await raw.semaphore.release({ storeKey: storeKey("semaphore", "semaphore", lease.key), token: lease.token });
         });
         const call = (server as NonNullable<typeof server>).call("/x", { "x-id": "l" });
         expect(await call.status).toBe(503);
@@ -121,7 +122,7 @@ describe.each(bothStores)("Hono: leasehold's own errors thrown by a handler, on 
         const { name } = await serve(
           "lost-timer",
           async (_c, lease) => {
-            await raw.semaphore.release({ storeKey: `{semaphore:${lease.key}}`, token: lease.token });
+            await raw.semaphore.release({ storeKey: storeKey("semaphore", "semaphore", lease.key), token: lease.token });
           },
           (signal) => sleep(60_000, undefined, { signal }),
         );

@@ -15,6 +15,7 @@ import { FastifyAdapter } from "@nestjs/platform-fastify";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Lease, LeaseholdModule, PROBLEM_TYPES, Semaphore, type SemaphoreLease } from "../../integrations/nestjs/index.js";
 import { CHANNELS, semaphore } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import type { Store } from "../../src/store/index.js";
 import { uniquePrefix } from "../support/redis.js";
 import { eventually, spyStore } from "../support/stores.js";
@@ -149,7 +150,7 @@ describe.each(PLATFORMS)(
         const pending = getOnce(`${url}/work`).answer;
         await eventually(() => seen.entered.length === 1);
         // Removed behind its holder's back (an operator, an eviction): its next renewal finds it gone.
-        await raw.semaphore.release({ storeKey: `{${prefix}:work}`, token: seen.leases[0]!.token });
+        await raw.semaphore.release({ storeKey: storeKey(prefix, "semaphore", "work"), token: seen.leases[0]!.token });
         const answer = await pending;
         expect(answer).toMatchObject({ status: 503, complete: true });
         expect(answer.headers["content-type"]).toMatch(/^application\/problem\+json/);
