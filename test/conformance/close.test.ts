@@ -277,8 +277,9 @@ describe.each(storesUnderTest)("close() on the $name store", (subject) => {
         slots.acquire(ids[0] as string, { leaseMs: 50, signal }),
         locks.acquire(ids[1] as string, { ttlMs: 50, signal }),
       ];
+      const settled = Promise.allSettled(taking);
       await Promise.all([slots.close(), locks.close()]);
-      for (const outcome of await Promise.allSettled(taking)) {
+      for (const outcome of await settled) {
         expect(outcome.status).toBe("rejected");
         expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(ShutdownError);
       }
