@@ -14,6 +14,7 @@ import pLimit from "p-limit";
 import { createClient } from "redis";
 import { Semaphore as RedisSemaphore } from "redis-semaphore";
 import { CHANNELS, memoryStore, redisStore, SemaphoreLeaseLostError, semaphore } from "../dist/esm/src/index.js";
+import { storeKey } from "../dist/esm/src/store/contract/keys.js";
 import type { Store } from "../dist/esm/src/store/index.js";
 import { freePort, startRedisServer } from "../test/support/redis-server.js";
 import { cycles, medianOf, round, type Sample, summarize } from "./measure.js";
@@ -711,7 +712,7 @@ async function tenants(): Promise<void> {
         await Promise.all(
           Array.from({ length: Math.min(1000, n - start) }, (_, i) =>
             store.semaphore.acquire({
-              storeKey: `{${prefix}:k}`,
+              storeKey: storeKey(prefix, "semaphore", "k"),
               token: `w${start + i}@t${start + i}`,
               limit,
               weight: 1,

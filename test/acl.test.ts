@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lock, redisStore, StorePermissionError, semaphore } from "../src/index.js";
+import { storeKey } from "../src/store/contract/keys.js";
 import { cli } from "./support/cli.js";
 import { type RedisServer, startRedisServer } from "./support/redis-server.js";
 import { eventually } from "./support/stores.js";
@@ -120,7 +121,9 @@ describe("least privilege: the documented ACL", () => {
     const locks = lock(holder);
     const mine = await locks.acquire("wl");
     const next = lock(waiting).acquire("wl", { waitMs: 15_000, owner: "next" });
-    await eventually(async () => (await redisStore(holder).lock.inspect({ storeKey: "{lock:wl}" })).waiters.length === 1);
+    await eventually(
+      async () => (await redisStore(holder).lock.inspect({ storeKey: storeKey("lock", "lock", "wl") })).waiters.length === 1,
+    );
     await mine?.release();
     expect(await next).not.toBeNull();
     expect(await locks.holder("wl")).toMatchObject({ owner: "next" });

@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
 import { LockLeaseLostError, lock, redisStore, SemaphoreLeaseLostError, semaphore } from "../src/index.js";
+import { storeKey } from "../src/store/contract/keys.js";
 import { COMMAND, cli, type Ran } from "./support/cli.js";
 import { newRedis, redisUrl, uniquePrefix } from "./support/redis.js";
 import { freePort } from "./support/redis-server.js";
@@ -47,7 +48,7 @@ describe("leasehold inspect", SLOW, () => {
     expect(ran.stderr).toBe("");
     expect(ran.code).toBe(0);
     const lines = ran.stdout.trimEnd().split("\n");
-    expect(lines[0]).toBe(`semaphore "openai" (key {${prefix}:openai}): 3 of 3 permits used by 2 holders; 1 waiting.`);
+    expect(lines[0]).toBe(`semaphore "openai" (key {${prefix}:semaphore:openai}): 3 of 3 permits used by 2 holders; 1 waiting.`);
     expect(lines[2]).toMatch(/^HOLDER\s+OWNER\s+AGE\s+EXPIRES IN\s+WEIGHT\s+TENANT$/);
     expect(lines[3]).toMatch(
       new RegExp(`^${literal(heavy?.token.slice(0, 10))}\\s+api-1:4312\\s+\\S+\\s+\\d+\\.\\ds\\s+2\\s+acme$`),
@@ -59,7 +60,14 @@ describe("leasehold inspect", SLOW, () => {
     const json = await cli(["inspect", "openai", "--url", redisUrl(), "--prefix", prefix, "--json"]);
     expect(json.code).toBe(0);
     const report = JSON.parse(json.stdout);
-    expect(report).toMatchObject({ kind: "semaphore", id: "openai", prefix, key: `{${prefix}:openai}`, limit: 3, used: 3 });
+    expect(report).toMatchObject({
+      kind: "semaphore",
+      id: "openai",
+      prefix,
+      key: `{${prefix}:semaphore:openai}`,
+      limit: 3,
+      used: 3,
+    });
     expect(report.holders).toMatchObject([
       { token: heavy?.token, owner: "api-1:4312", weight: 2, tenant: "acme", limit: 3 },
       { token: light?.token, owner: "req-7f3a", weight: 1 },
@@ -77,7 +85,9 @@ describe("leasehold inspect", SLOW, () => {
   it("an id with nothing held or waiting says so plainly and exits 0; the URL defaults to REDIS_URL", async () => {
     const ran = await cli(["inspect", "nobody-here", "--prefix", uniquePrefix()], { REDIS_URL: redisUrl() });
     expect(ran).toMatchObject({ code: 0, stderr: "" });
-    expect(ran.stdout).toMatch(/^semaphore "nobody-here" \(key \{t-\w+:nobody-here\}\): nothing held, nobody waiting\.\n$/);
+    expect(ran.stdout).toMatch(
+      /^semaphore "nobody-here" \(key \{t-\w+:semaphore:nobody-here\}\): nothing held, nobody waiting\.\n$/,
+    );
     const json = await cli(["inspect", "nobody-here", "--kind", "lock", "--json", "--url", redisUrl()]);
     expect(JSON.parse(json.stdout)).toMatchObject({ kind: "lock", prefix: "lock", used: 0, holders: [], waiting: [] });
   });
@@ -90,7 +100,7 @@ describe("leasehold inspect", SLOW, () => {
     expect(ran.code).toBe(0);
     expect(ran.stdout.split("\n")[0]).toMatch(
       new RegExp(
-        `^lock "order:42" \\(key \\{${prefix}:order:42\\}\\): held by billing-cron for \\S+, expires in \\S+; nobody waiting\\.$`,
+        `^lock "order:42" \\(key \\{${prefix}:lock:order:42\\}\\): held by billing-cron for \\S+, expires in \\S+; nobody waiting\\.$`,
       ),
     );
     await lease?.release();
@@ -118,7 +128,9 @@ describe("leasehold release", SLOW, () => {
     const holder = await locks.holder("order:42");
     const waiter = locks.acquire("order:42", { waitMs: 20_000, owner: "next-in-line" });
     const store = redisStore(newRedis());
-    await eventually(async () => (await store.lock.inspect({ storeKey: `{${prefix}:order:42}` })).waiters.length === 1);
+    await eventually(
+      async () => (await store.lock.inspect({ storeKey: storeKey(prefix, "lock", "order:42") })).waiters.length === 1,
+    );
 
     // A token may start with "-": the word after --token is its value, whatever it looks like.
     const ran = await cli([
@@ -246,6 +258,58 @@ describe("leasehold watch", SLOW, () => {
     child.kill("SIGINT");
     expect(await exited).toBe(0);
     await lease?.release();
+  });
+});
+
+describe("leasehold watch into a pipe that closes (issue #27, defect 10)", SLOW, () => {
+  it("ends quietly with status 0 when its reader goes away, as `watch … | head` does", async () => {
+    const prefix = uniquePrefix();
+    const child = spawn(
+      COMMAND[0],
+      [...COMMAND.slice(1), "watch", "w", "--json", "--interval", "100", "--prefix", prefix, "--url", redisUrl()],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let stderr = "";
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+      child.once("close", (code, signal) => resolve({ code, signal })),
+    );
+    // As `head -n 1`: one reading, then the pipe's reading end is closed.
+    await new Promise((resolve) => child.stdout.once("data", resolve));
+    child.stdout.destroy();
+    expect(await exited).toEqual({ code: 0, signal: null });
+    expect(stderr).toBe("");
+  });
+});
+
+describe("leasehold inspect with the other --kind (issue #27, defect 10)", SLOW, () => {
+  it("says that the other kind holds the id, and how to look at it", async () => {
+    const prefix = uniquePrefix();
+    const locks = lock(newRedis(), { prefix, owner: "billing-cron" });
+    const held = await locks.acquire("order:42");
+    const asSemaphore = await cli(["inspect", "order:42", "--prefix", prefix, "--url", redisUrl()]);
+    expect(asSemaphore).toMatchObject({ code: 0, stderr: "" });
+    expect(asSemaphore.stdout).toBe(
+      `semaphore "order:42" (key {${prefix}:semaphore:order:42}): nothing held as a semaphore, nobody waiting; a lock holds this id: pass --kind lock.\n`,
+    );
+    const json = await cli(["inspect", "order:42", "--prefix", prefix, "--url", redisUrl(), "--json"]);
+    expect(JSON.parse(json.stdout)).toMatchObject({ kind: "semaphore", used: 0, holders: [], heldAs: "lock" });
+    await held?.release();
+
+    // The default prefixes: a semaphore under "semaphore", looked for as a lock under "lock".
+    const id = `${prefix}-id`;
+    const slots = semaphore(newRedis(), { limit: 2 });
+    const permit = await slots.acquire(id);
+    const asLock = await cli(["inspect", id, "--kind", "lock", "--url", redisUrl()]);
+    expect(asLock.stdout).toBe(
+      `lock "${id}" (key {lock:lock:${id}}): nothing held as a lock, nobody waiting; a semaphore holds this id: pass --kind semaphore.\n`,
+    );
+    await permit?.release();
+    // Nothing held by either: no hint.
+    const idle = await cli(["inspect", id, "--kind", "lock", "--url", redisUrl()]);
+    expect(idle.stdout).toBe(`lock "${id}" (key {lock:lock:${id}}): nothing held, nobody waiting.\n`);
   });
 });
 

@@ -19,6 +19,7 @@ import { semaphore as expressSemaphore } from "../integrations/express/index.js"
 import { semaphore as honoSemaphore } from "../integrations/hono/index.js";
 import { LeaseholdModule, Semaphore } from "../integrations/nestjs/index.js";
 import { lock, type RedisClient, redisStore, StoreUnavailableError, semaphore, ValidationError } from "../src/index.js";
+import { storeKey } from "../src/store/contract/keys.js";
 import type { NodeRedisLikeClient } from "../src/store/index.js";
 import { clientKind } from "../src/store/redis/clients.js";
 import { listenNest } from "./http/nest-app.js";
@@ -196,7 +197,7 @@ describe.each(variants)("through $name", ({ make }) => {
     expect((error as Error).message).toMatch(/did not answer acquire within 200 ms/);
     expect(performance.now() - started).toBeLessThan(900);
     // The clean-up, sent behind it, gives the permit back: no ghost lease for the 60 s it would last.
-    await eventually(async () => (await admin.exists(`{${prefix}:k}`)) === 0, 5_000);
+    await eventually(async () => (await admin.exists(storeKey(prefix, "semaphore", "k"))) === 0, 5_000);
     const lease = await slots.acquire("k");
     expect(lease).not.toBeNull();
     await lease?.release();
@@ -212,7 +213,7 @@ describe.each(variants)("through $name", ({ make }) => {
     expect(await waiting.count("k")).toBe(1); // both clients connected
     const before = await connections();
     const waiter = waiting.acquire("k", { waitMs: 10_000 });
-    const channel = `{${prefix}:k}:ch`;
+    const channel = `${storeKey(prefix, "semaphore", "k")}:ch`;
     await eventually(async () => (await admin.pubsub("NUMSUB", channel))[1] === 1);
     expect(await connections()).toBe(before + 1); // the waiting store's subscriber
     const released = performance.now();

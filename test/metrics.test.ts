@@ -8,6 +8,7 @@ import { semaphore as guard } from "../integrations/express/index.js";
 import { instrument } from "../integrations/opentelemetry/index.js";
 import { collectMetrics } from "../integrations/prometheus/index.js";
 import { CHANNELS, memoryStore, SemaphoreLeaseLostError, semaphore } from "../src/index.js";
+import { storeKey } from "../src/store/contract/keys.js";
 import type { Store } from "../src/store/index.js";
 import { spyStore } from "./support/stores.js";
 
@@ -42,7 +43,7 @@ async function script(raw: Store) {
     .run(
       "jobs:tenant-d",
       async (lease) => {
-        await raw.semaphore.release({ storeKey: "{m:jobs:tenant-d}", token: lease.token });
+        await raw.semaphore.release({ storeKey: storeKey("m", "semaphore", "jobs:tenant-d"), token: lease.token });
         await new Promise((resolve) => lease.signal.addEventListener("abort", resolve, { once: true }));
       },
       { heartbeatMs: 20 },

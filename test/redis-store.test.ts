@@ -6,6 +6,7 @@ import type { Redis } from "ioredis";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { luaSource } from "../scripts/lua-source.mjs";
 import { lock, redisStore, StoreUnavailableError, semaphore } from "../src/index.js";
+import { storeKey } from "../src/store/contract/keys.js";
 import type { SemaphoreAcquireCall, Store } from "../src/store/index.js";
 import { scripts } from "../src/store/redis/lua.generated.js";
 import { newRedis, uniquePrefix } from "./support/redis.js";
@@ -36,7 +37,7 @@ describe("redis store", () => {
     const skewed = vi.spyOn(Date, "now").mockReturnValue(Date.now() + 3_600_000);
     try {
       const lease = await slots.acquire("k", { leaseMs: 10_000 });
-      const score = Number(await redis.zscore(`{${prefix}:k}`, lease?.token ?? ""));
+      const score = Number(await redis.zscore(storeKey(prefix, "semaphore", "k"), lease?.token ?? ""));
       const now = await serverNowMs(redis);
       expect(score).toBeGreaterThan(now + 8_000);
       expect(score).toBeLessThanOrEqual(now + 10_000);
@@ -93,8 +94,8 @@ describe("redis store", () => {
       for (const lease of leases) await lease?.release();
       await (await waiting)?.release();
       // All gone but the holders set, which keeps the id's typical hold (a marker) for a few holds.
-      expect(await redis.keys(`*${prefix}*`)).toEqual([`{${prefix}:${id}}`]);
-      expect(await redis.zcount(`{${prefix}:${id}}`, "0", "+inf")).toBe(0);
+      expect(await redis.keys(`*${prefix}*`)).toEqual([storeKey(prefix, "semaphore", id)]);
+      expect(await redis.zcount(storeKey(prefix, "semaphore", id), "0", "+inf")).toBe(0);
     }
   });
 
@@ -106,7 +107,7 @@ describe("redis store", () => {
     await slots.acquire("k", { leaseMs: 300, weight: 2 });
     await slots.acquire("k", { leaseMs: 200 });
     await locks.acquire("l", { ttlMs: 200 });
-    const holders = `{${prefix}:k}`;
+    const holders = storeKey(prefix, "semaphore", "k");
     expect(await redis.pttl(holders)).toBeGreaterThan(0);
     expect(await redis.pttl(holders)).toBeLessThanOrEqual(301);
     await eventually(async () => (await redis.keys(`*${prefix}*`)).length === 0);
@@ -116,7 +117,7 @@ describe("redis store", () => {
     const redis = newRedis();
     const prefix = uniquePrefix();
     const slots = semaphore(redis, { limit: 5, prefix });
-    const holders = `{${prefix}:k}`;
+    const holders = storeKey(prefix, "semaphore", "k");
     await slots.acquire("k", { leaseMs: 5_000 });
     const first = await redis.pttl(holders);
     expect(first).toBeGreaterThan(4_000);
@@ -137,15 +138,15 @@ describe("redis store", () => {
     const heavy = await slots.acquire("k", { weight: 3 });
     const light = await slots.acquire("k");
     // One key holds every permit (no other key could be lost, evicted or expire apart from it).
-    expect(await redis.keys(`*${prefix}*`)).toEqual([`{${prefix}:k}`]);
+    expect(await redis.keys(`*${prefix}*`)).toEqual([storeKey(prefix, "semaphore", "k")]);
     // Members at positive scores are permits; markers sit at negative ones (lua/lib/holders.lua).
-    expect(await redis.zcount(`{${prefix}:k}`, "0", "+inf")).toBe(4);
+    expect(await redis.zcount(storeKey(prefix, "semaphore", "k"), "0", "+inf")).toBe(4);
     await heavy?.release();
-    expect(await redis.zcount(`{${prefix}:k}`, "0", "+inf")).toBe(1);
+    expect(await redis.zcount(storeKey(prefix, "semaphore", "k"), "0", "+inf")).toBe(1);
     await light?.release();
     // The id's typical hold (lua/lib/hold.lua) stays, alone, for max(1 s, 4 holds) at most; then nothing.
-    expect(await redis.zrange(`{${prefix}:k}`, "0", "-1")).toEqual([expect.stringMatching(/^~h\d+:\d+$/)]);
-    expect(await redis.pttl(`{${prefix}:k}`)).toBeLessThanOrEqual(1_000);
+    expect(await redis.zrange(storeKey(prefix, "semaphore", "k"), "0", "-1")).toEqual([expect.stringMatching(/^~h\d+:\d+$/)]);
+    expect(await redis.pttl(storeKey(prefix, "semaphore", "k"))).toBeLessThanOrEqual(1_000);
     await eventually(async () => (await redis.keys(`*${prefix}*`)).length === 0);
   });
 
@@ -221,7 +222,10 @@ describe("redis store", () => {
     await admin.client("PAUSE", 800, "ALL");
     const error = await slots.acquire("k").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StoreUnavailableError);
-    await eventually(async () => (await admin.exists(`{${prefix}:k}`)) === 0 && (await slots.count("k").catch(() => -1)) === 0);
+    await eventually(
+      async () =>
+        (await admin.exists(storeKey(prefix, "semaphore", "k"))) === 0 && (await slots.count("k").catch(() => -1)) === 0,
+    );
     // The acquire did run once the pause ended (the cleanup, queued behind it, undid it).
     const stats = await admin.info("commandstats");
     expect(stats).toMatch(/cmdstat_evalsha:calls=\d+/);
@@ -247,7 +251,7 @@ describe("redis store", () => {
     });
     const slots = semaphore(garbled, { limit: 1, prefix });
     await expect(slots.acquire("k")).rejects.toThrow(/not a valid reply/);
-    await eventually(async () => (await real.semaphore.count({ storeKey: `{${prefix}:k}` })) === 0);
+    await eventually(async () => (await real.semaphore.count({ storeKey: storeKey(prefix, "semaphore", "k") })) === 0);
   });
 
   it("survives a server restart: scripts reload after NOSCRIPT and held leases are reported gone", async () => {

@@ -1,6 +1,7 @@
 import { createClient } from "redis";
 import { afterEach, describe, expect, it } from "vitest";
 import { lock, redisStore, semaphore } from "../src/index.js";
+import { storeKey } from "../src/store/contract/keys.js";
 import { exitOf, killChildren, spawnChild } from "./support/child.js";
 import { newRedis, redisUrl, uniquePrefix, watchDuplicates } from "./support/redis.js";
 import { eventually } from "./support/stores.js";
@@ -38,7 +39,7 @@ describe("a process that closes what leasehold gave it", () => {
       if (seen !== undefined) {
         expect(await seen.slots.stats("held")).toMatchObject({ used: 0, waiting: 0 });
         expect((await seen.locks.stats("order")).held).toBe(false);
-        expect((await redis?.lock.inspect({ storeKey: `{${prefix}:order}` }))?.waiters).toEqual([]);
+        expect((await redis?.lock.inspect({ storeKey: storeKey(prefix, "lock", "order") }))?.waiters).toEqual([]);
       }
       expect(closed.outcomes).toEqual({
         run: "ShutdownError",

@@ -8,6 +8,7 @@
 // too low.
 import { afterEach, describe, expect, it } from "vitest";
 import { semaphore } from "../src/index.js";
+import { storeKey } from "../src/store/contract/keys.js";
 import { parseAnnouncement } from "../src/store/redis/watch.js";
 import { newRedis, redisUrl, uniquePrefix } from "./support/redis.js";
 import { eventually } from "./support/stores.js";
@@ -34,7 +35,7 @@ async function flood({ tenants, limit, heavyCap, rounds }: Flood): Promise<{ cou
   // Every grant announced on the id, with its fence (grants at a caller's own acquire are not announced:
   // their fence is the one the caller's lease starts with).
   const announced = new Map<string, number>();
-  await listener.subscribe(`{${prefix}:k}:ch`);
+  await listener.subscribe(`${storeKey(prefix, "semaphore", "k")}:ch`);
   listener.on("message", (_channel, message: string) => {
     const grant = parseAnnouncement(message, 0);
     for (const [i, token] of grant.tokens.entries()) {

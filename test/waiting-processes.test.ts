@@ -1,6 +1,7 @@
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { lock, redisStore, semaphore } from "../src/index.js";
+import { type KeyKind, storeKey } from "../src/store/contract/keys.js";
 import { parseAnnouncement } from "../src/store/redis/watch.js";
 import { newRedis, redisUrl, uniquePrefix } from "./support/redis.js";
 import { type RedisServer, startRedisServer } from "./support/redis-server.js";
@@ -10,8 +11,8 @@ import { startWorker, stopWorkers, timeline, type Worker } from "./support/worke
 afterEach(() => stopWorkers());
 
 /** Waits until the id's queue holds `length` waiters: the server has given each its ticket. */
-async function queued(redis: Redis, prefix: string, id: string, length: number): Promise<void> {
-  await eventually(async () => (await redis.zcard(`{${prefix}:${id}}:q`)) === length, 20_000);
+async function queued(redis: Redis, prefix: string, id: string, length: number, kind: KeyKind = "semaphore"): Promise<void> {
+  await eventually(async () => (await redis.zcard(`${storeKey(prefix, kind, id)}:q`)) === length, 20_000);
 }
 
 describe("waiting across processes (Redis)", () => {
@@ -45,7 +46,7 @@ describe("waiting across processes (Redis)", () => {
     const prefix = uniquePrefix();
     const grants: string[] = [];
     const fences: number[] = [];
-    await listener.subscribe(`{${prefix}:k}:ch`);
+    await listener.subscribe(`${storeKey(prefix, "semaphore", "k")}:ch`);
     listener.on("message", (_channel, message: string) => {
       const grant = parseAnnouncement(message, 0);
       grants.push(...grant.tokens);
@@ -115,7 +116,7 @@ describe("waiting across processes (Redis)", () => {
         const label = `${n}-${round}`;
         worker.send({ op: "run", kind: "lock", prefix, id: "order", label, waitMs: 30_000, holdMs: 30 });
         expected.push(label);
-        await queued(redis, prefix, "order", expected.length);
+        await queued(redis, prefix, "order", expected.length, "lock");
       }
     }
     await held?.release();

@@ -1,45 +1,149 @@
-import type { Exchange } from "../http/exchange.js";
+import { type Held, type HonoExchange, streamed } from "./request.js";
+
+function ignore(): void {}
 
 /**
- * Off Node (Bun, Deno, Workers) there is no response object to watch: the
- * body stream is wrapped instead. Its end completes the response; its
- * cancellation means the client left; a lost lease errors it, so the client
- * sees a cut stream rather than a complete-looking one.
+ * A response body the permit waits for, read through this source.
+ *
+ * Off Node (Bun, Deno, Workers) there is no response object to watch: every body is held, and its
+ * end completes the response. A body made from a stream (Hono's `stream()`, `streamText()`,
+ * `streamSSE()`, `c.body(stream)`: `work`) is also part of the handler's work, on Node too: its
+ * producer (the helper's callback) runs on after the handler returned, and its end is the stream's.
+ *
+ * When the client leaves, a plain body is cancelled. A streamed one is read on to its end instead,
+ * and what is read is dropped: cancelling it would stop Hono's stream and hide its callback's end,
+ * which the permit must wait for. The callback is told through `lease.signal` (the client left) and
+ * stops; its stream closes, and the permit returns. One that ignores its signal keeps the permit
+ * until `disconnectGraceMs`: then the lease is taken back and reported lost, and the stream is
+ * cancelled (Hono's `onAbort` hears of it). A lost lease errors the body, so the client sees a cut
+ * stream rather than a complete-looking one.
  */
-export function holdBody(res: Response, exchange: Exchange): Response {
+export class HeldBody implements Held {
+  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  readonly #exchange: HonoExchange;
+  readonly #work: boolean;
+  #controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+  /** Passed on to the client; read and dropped (the client left, or nobody reads it); or over. */
+  #state: "passing" | "draining" | "over" = "passing";
+  #ended = false;
+
+  constructor(body: ReadableStream<Uint8Array>, exchange: HonoExchange, work: boolean) {
+    this.#reader = body.getReader();
+    this.#exchange = exchange;
+    this.#work = work;
+    exchange.held = this;
+    if (work) exchange.partStarted();
+  }
+
+  get unread(): boolean {
+    return this.#state === "passing";
+  }
+
+  start(controller: ReadableStreamDefaultController<Uint8Array>): void {
+    this.#controller = controller;
+  }
+
+  async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+    let chunk: Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>["read"]>>;
+    try {
+      chunk = await this.#reader.read();
+    } catch (error) {
+      if (this.#state === "passing") controller.error(error);
+      this.#end();
+      return;
+    }
+    // Draining since this read began: the drain reads on; stopped: nothing more to do.
+    if (this.#state !== "passing") return;
+    if (chunk.done) {
+      controller.close();
+      this.#end();
+    } else controller.enqueue(chunk.value);
+  }
+
+  /** The client stopped reading: it left. */
+  cancel(reason?: unknown): Promise<void> | undefined {
+    if (this.#state !== "passing") return undefined;
+    this.#exchange.clientGone();
+    if (this.#work) {
+      this.drain();
+      return undefined;
+    }
+    this.#state = "over";
+    // A plain body's source stops when cancelled: that is its end.
+    return this.#reader.cancel(reason).finally(() => this.#end());
+  }
+
+  /** Nobody will read the body (the client left, or Hono drops a HEAD response's body): read it to its end here. */
+  drain(): void {
+    if (this.#state !== "passing") return;
+    this.#state = "draining";
+    void this.#drain();
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (!(await this.#reader.read()).done) {
+        // Dropped: nobody reads it.
+      }
+    } catch {
+      // The stream failed: its producer is over all the same.
+    }
+    this.#end();
+  }
+
+  /** The lease is gone (lost, or taken back at the grace): end the body and stop its producer. */
+  stop(error: Error): void {
+    if (this.#state === "passing") this.#controller?.error(error);
+    this.#state = "over";
+    this.#reader.cancel(error).catch(ignore);
+    this.#end();
+  }
+
+  /** The body is over, once: off Node its end is the response's; a streamed body's is a part of the work. */
+  #end(): void {
+    this.#state = "over";
+    if (this.#ended) return;
+    this.#ended = true;
+    if (this.#exchange.outgoing === undefined) this.#exchange.responded();
+    if (this.#work) this.#exchange.partEnded();
+  }
+}
+
+/** `res` with its body held (see {@link HeldBody}); a response without a body is complete at once. */
+export function holdBody(res: Response, exchange: HonoExchange, work: boolean): Response {
   if (res.body === null) {
-    exchange.responded();
+    if (exchange.outgoing === undefined) exchange.responded();
     return res;
   }
-  const reader = res.body.getReader();
-  let stop: ((error: unknown) => void) | undefined;
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      stop = (error) => {
-        controller.error(error);
-        reader.cancel(error).catch(() => {});
-        exchange.responded();
-      };
-    },
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read();
-        if (done) {
-          controller.close();
-          exchange.responded();
-        } else {
-          controller.enqueue(value);
-        }
-      } catch (error) {
-        controller.error(error);
-        exchange.responded();
-      }
-    },
-    cancel(reason) {
-      exchange.clientGone();
-      return reader.cancel(reason);
-    },
-  });
-  exchange.onLost = (error) => stop?.(error);
-  return new Response(body, res);
+  return new Response(new ReadableStream(new HeldBody(res.body, exchange, work)), res);
+}
+
+/**
+ * A response whose body nobody reads: Hono answers HEAD with the GET handler's status and headers
+ * and drops its body. A plain body is done with; a streamed one is read to its end here, as for a
+ * client that left after the headers (its callback is told through its signal).
+ */
+export function dropBody(res: Response, exchange: HonoExchange, work: boolean): void {
+  if (!work || res.body === null) {
+    if (exchange.outgoing === undefined) exchange.responded();
+    return;
+  }
+  exchange.clientGone();
+  new HeldBody(res.body, exchange, true).drain();
+}
+
+/**
+ * What the handler made is never sent (a middleware before the guard answered first, and Hono drops
+ * the handler's response): a body made from a stream is read to its end here, so the permit waits
+ * for its producer, at most `disconnectGraceMs` (then reported lost with `cause`); anything else is
+ * done with.
+ */
+export function unsent(exchange: HonoExchange, cause: Error | undefined): void {
+  const made = streamed(exchange.c);
+  if (made === undefined || made.locked) {
+    if (exchange.outgoing === undefined) exchange.responded();
+    return;
+  }
+  new HeldBody(made, exchange, true).drain();
+  exchange.workUnseen(cause);
 }

@@ -14,11 +14,13 @@ import type { HonoLockOptions, HonoSemaphoreOptions, LeaseholdMiddleware } from 
  * permits of `name` (or of `<name>:<key(c)>`). A full semaphore throws a
  * `LeaseRejectedException` (503, Retry-After, problem+json) for
  * `app.onError`. The permit is held until the handler has settled and the
- * response body is finished; the handler reads it as `c.get("lease")`, whose
- * `signal` aborts when it is lost, the client leaves, or the middleware is
- * closed (`close()`, for a clean shutdown). After
- * a disconnect it is held until the handler settles (or releases the lease),
- * at the latest `disconnectGraceMs`.
+ * response body is finished (a stream helper's callback has returned); the
+ * handler reads it as `c.get("lease")`, whose `signal` aborts when it is lost,
+ * the client leaves, or the middleware is closed (`close()`, for a clean
+ * shutdown). After a disconnect it is held until the handler settles (or
+ * releases the lease), at the latest `disconnectGraceMs`. Behind another
+ * middleware that may answer first (a `timeout()`), wrap the handler
+ * (`middleware.wrap(handler)`) so that its end is seen: see docs/adapters.md.
  *
  * @example
  * ```ts

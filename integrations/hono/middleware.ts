@@ -6,10 +6,24 @@ import { Admission } from "../http/admission.js";
 import { parseAdmissionOptions } from "../http/config.js";
 import { type Admitted, type Exchange, FENCE_HEADER, LeaseView } from "../http/exchange.js";
 import type { AdmissionRoute, Closable } from "../http/types.js";
-import { holdBody } from "./body.js";
+import { dropBody, holdBody, unsent } from "./body.js";
 import { LeaseRejectedException } from "./exception.js";
 import { guarded } from "./handler.js";
-import { admitFailed, cutResponse, HonoExchange, handlerFailed, lostFirst, nodeResponse, type Route } from "./request.js";
+import {
+  admitFailed,
+  answeredAbove,
+  answerLoss,
+  enter,
+  HonoExchange,
+  handlerFailed,
+  lostDuringBody,
+  lostFirst,
+  nodeResponse,
+  ownAnswer,
+  type Route,
+  streamed,
+  watchStreams,
+} from "./request.js";
 import type { GuardableHandler, HonoOnRejected } from "./types.js";
 
 /**
@@ -55,9 +69,16 @@ function admitted(this: HonoExchange, outcome: Admitted): void {
  * first, with a 503, when the lease is lost.
  */
 function serve(exchange: HonoExchange, view: LeaseView): void {
-  exchange.c.set("lease", view);
+  const { c } = exchange;
+  c.set("lease", view);
   exchange.view = view;
   exchange.workStarted();
+  exchange.partStarted();
+  // Where the guard stands, to tell later whether `next()` settling can be the handler's end.
+  exchange.routeIndex = c.req.routeIndex;
+  exchange.errorBefore = c.error;
+  enter(exchange);
+  watchStreams(c);
   exchange.onLost = lostFirst as Exchange["onLost"];
   exchange.next().then(
     () => handlerDone(exchange),
@@ -65,27 +86,65 @@ function serve(exchange: HonoExchange, view: LeaseView): void {
   );
 }
 
+/**
+ * `next()` settled. Hono's `compose` has answered any error thrown below the guard (with the app's
+ * `onError`) and set `c.error`; the handler's own promise is not in sight. `next()` settling is the
+ * handler's end when the handler comes right after the guard, or when no error was answered below
+ * it. When another middleware sits between them and an error was answered (a `timeout()`'s 504),
+ * that middleware may have answered while the handler still works: the guard cannot tell, and keeps
+ * the permit until `disconnectGraceMs`, then reports it lost with that error as the cause, rather
+ * than admit one request too many. A handler wrapped by the same guard (`wrap`) reports its own end.
+ */
 function handlerDone(exchange: HonoExchange): void {
-  exchange.workEnded();
-  if (exchange.answered) return;
   const { c, outgoing } = exchange;
+  if (exchange.answered) {
+    exchange.partEnded();
+    return;
+  }
+  if (exchange.lost !== undefined) {
+    answerLoss(exchange);
+    exchange.partEnded();
+    exchange.resolve(undefined);
+    return;
+  }
+  const error = c.error === exchange.errorBefore ? undefined : c.error;
+  if (answeredAbove(exchange)) {
+    // What the handler made is dropped; the chain below the guard has returned, the handler with it.
+    unsent(exchange, error);
+    exchange.partEnded();
+    exchange.resolve(undefined);
+    return;
+  }
+  // leasehold's own error, rethrown by a handler that passed its signal on: the documented answer,
+  // whatever the app's error handler made of it; the handler has stopped.
+  const answer = error === undefined ? undefined : ownAnswer(exchange, error);
+  const own = answer !== undefined;
+  if (own) {
+    c.res = undefined;
+    c.res = answer;
+  }
+  const unseen = error !== undefined && !own && !exchange.reported && c.req.routeIndex > exchange.routeIndex + 1;
   try {
     // Nothing is written before the middleware chain returns, streamed bodies included. A stacked
     // leasehold middleware inside this one has set its own: the innermost's fence is sent, as in Express.
     if (exchange.route.exposeFence && !c.res.headers.has(FENCE_HEADER)) {
       setHeader(c, FENCE_HEADER, String((exchange.view as LeaseView).fence));
     }
-    // The response exists but its body may still be streaming: hold the lease until its last byte.
-    if (outgoing !== undefined) exchange.onLost = cutResponse;
-    // Hono answers HEAD with the GET handler's status and headers, and drops its body unread:
-    // holding the permit until that body's end would hold it for good.
-    else if (c.req.method === "HEAD") exchange.responded();
-    else c.res = holdBody(c.res, exchange);
+    const work = streamed(c) !== undefined;
+    exchange.onLost = lostDuringBody as Exchange["onLost"];
+    // Hono answers HEAD with the GET handler's status and headers, and drops its body unread.
+    if (c.req.method === "HEAD") dropBody(c.res, exchange, work);
+    // On Node the response's own events say when it is complete; a streamed body is also work.
+    // Off Node the body's end is the response's: every body is held.
+    else if (outgoing === undefined || work) c.res = holdBody(c.res, exchange, work);
   } catch (error) {
     if (outgoing === undefined) exchange.responded();
+    exchange.partEnded();
     exchange.reject(error);
     return;
   }
+  if (unseen) exchange.workUnseen(error);
+  else exchange.partEnded();
   exchange.resolve(undefined);
 }
 

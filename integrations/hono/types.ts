@@ -79,14 +79,19 @@ export type LeaseholdMiddleware<Lease extends RequestLease = RequestLease> = Mid
      * guarantees as `app.get(path, middleware, handler)`, without Hono's `async` middleware chain.
      * Hono calls a route with one handler directly, and `@hono/node-server` writes a response
      * returned at once on its fast path: on the embedded store a handler that answers at once
-     * keeps both. Use one or the other on a route, not both. The handler reads `c.get("lease")`
-     * typed through the app's variables (`LeaseholdVariables`), as after `app.use`.
+     * keeps both. The wrap sees the handler's own promise, so its permit stays with a handler that
+     * a middleware before it (a `timeout()`) answered for. Behind this middleware installed with
+     * `app.use`, it takes no second permit: it runs the handler under the middleware's lease and
+     * tells the middleware when the handler ends. The handler reads `c.get("lease")` typed
+     * through the app's variables (`LeaseholdVariables`), as after `app.use`.
      *
      * @example
      * ```ts
      * const app = new Hono<{ Variables: LeaseholdVariables<SemaphoreLease> }>();
      * const reports = semaphore("reports", 4);
      * app.get("/report", reports.wrap((c) => c.json(build(c.get("lease")))));
+     * // Behind a timeout(): the 504 goes out, the permit stays with the handler until it returns.
+     * app.get("/slow-report", timeout(5_000), reports.wrap((c) => c.json(build(c.get("lease")))));
      * ```
      */
     wrap<H extends GuardableHandler>(handler: H): H;

@@ -42,6 +42,9 @@ function ignoreOutcome(): void {}
  *   not by then (or is not reported at all). Giving it back under a handler
  *   that may still run is reported as a loss: `lease.lose()`, so the `lost`
  *   event, the metrics and `onLeaseLost` all hear of it.
+ * - The adapter can no longer see the work's end (`workUnseen()`: Hono, when a
+ *   middleware between the guard and the handler answered first): the same
+ *   grace, counted from then, and the same report, with the cause it gives.
  * - At once when the lease is lost (nothing is held any more) or the handler
  *   releases it itself.
  *
@@ -89,6 +92,8 @@ export class Exchange {
   #responded = false;
   #work: Work = "unknown";
   #grace: NodeJS.Timeout | undefined;
+  /** What a loss at the grace's end is reported with: the departure, or what hid the work's end (`workUnseen`). */
+  #graceCause: Error | undefined;
   // Signals are made only when someone asks for one: most requests never do,
   // and an AbortController per request is a measurable share of the overhead.
   #client: AbortController | undefined;
@@ -184,6 +189,26 @@ export class Exchange {
     this.#settle();
   }
 
+  /**
+   * The adapter can no longer see when the handler's work ends (Hono: a middleware between the
+   * guard and the handler answered first, with `cause`): the permit is held until the work is
+   * reported ended, at most `graceMs` from now, then taken back and reported lost (with `cause`).
+   * Never frees the permit earlier than the work's end would.
+   */
+  workUnseen(cause: Error | undefined): void {
+    if (this.#done || this.#lease === undefined || this.#grace !== undefined) return;
+    this.#graceCause = cause;
+    this.#grace = setTimeout(() => this.#graceOver(), this.#graceMs);
+    this.#grace.unref();
+  }
+
+  /**
+   * Told each reason the handler's signal aborts with (a lost lease, a departed client, a
+   * shutdown) as it aborts, so that an adapter can answer it when the handler rethrows it. Does
+   * nothing here; must not throw.
+   */
+  signalAborted(_reason: Error): void {}
+
   /** The client went away before the response finished: abort the handler's signal; the permit follows its work. */
   clientGone(): void {
     if (this.#responded || this.gone) return;
@@ -231,8 +256,8 @@ export class Exchange {
   #graceOver(): void {
     if (this.#done) return;
     // The handler may still be working: giving its permit back now is a loss, and is reported as one,
-    // with the departure as its cause.
-    this.#lease?.lose(this.#clientGone);
+    // with the departure (or what hid the work's end) as its cause.
+    this.#lease?.lose(this.#graceCause ?? this.#clientGone);
     this.#finish();
   }
 
@@ -280,7 +305,10 @@ export class LeaseView implements Lease {
     if (this.#combined === undefined) {
       this.#combined = new AbortController();
       const reason = this.#lease.lost ?? this.#lease.interrupted ?? this.#exchange.clientGoneReason;
-      if (reason !== undefined) this.#combined.abort(reason);
+      if (reason !== undefined) {
+        this.#exchange.signalAborted(reason);
+        this.#combined.abort(reason);
+      }
       // Told here, and only for a handler that asked for its signal: nothing per request otherwise.
       else this.#lease.onInterrupt((why) => abortView(this, why));
     }
@@ -300,7 +328,9 @@ export class LeaseView implements Lease {
 
   static {
     abortView = (view, reason) => {
-      if (view.#combined !== undefined && !view.#combined.signal.aborted) view.#combined.abort(reason);
+      if (view.#combined === undefined || view.#combined.signal.aborted) return;
+      view.#exchange.signalAborted(reason);
+      view.#combined.abort(reason);
     };
   }
 }

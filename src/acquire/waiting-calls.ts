@@ -7,7 +7,7 @@ import type { AcquireReply, Store, WaiterRefresh } from "../store/contract/types
 /** The calls a wait makes on its key, beyond those of any acquire. */
 export interface WaitingCalls extends AcquireCalls {
   readonly kind: "semaphore" | "lock";
-  /** The store key (`{prefix:id}`). */
+  /** The store key (`{prefix:kind:id}`). */
   readonly storeKey: string;
   refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Promise<WaiterRefresh>;
 }

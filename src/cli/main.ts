@@ -10,7 +10,7 @@ import { storeKey } from "../store/contract/keys.js";
 import type { Store } from "../store/contract/types.js";
 import { type Connection, connect, redisUrl } from "./connect.js";
 import { CliError, exitCodeOf, oneLine } from "./errors.js";
-import { duration, type HolderRow, read, summary, type Target, TOKEN_SHOWN, text } from "./report.js";
+import { duration, type HolderRow, otherKind, read, summary, type Target, TOKEN_SHOWN, text } from "./report.js";
 
 const USAGE = `Usage: leasehold <command> <id> [options]
 
@@ -109,7 +109,19 @@ function parse(argv: readonly string[]): { command: string; values: Values; targ
     throw new CliError(`--kind must be semaphore or lock, got ${JSON.stringify(kind)}.`, 2);
   const prefix = checkPrefix(values.prefix ?? kind);
   checkId(id);
-  return { command, values, target: { kind, id, prefix, key: storeKey(prefix, id) } };
+  const other = kind === "lock" ? "semaphore" : "lock";
+  const otherPrefix = values.prefix ?? other;
+  return {
+    command,
+    values,
+    target: {
+      kind,
+      id,
+      prefix,
+      key: storeKey(prefix, kind, id),
+      other: { kind: other, id, prefix: otherPrefix, key: storeKey(otherPrefix, other, id) },
+    },
+  };
 }
 
 function interval(value: string | undefined): number {
@@ -143,9 +155,11 @@ async function release(store: Store, target: Target, values: Values): Promise<nu
   if (token !== undefined) {
     chosen = report.holders.filter((holder) => holder.token.startsWith(token));
     if (chosen.length === 0) {
-      throw new CliError(
-        `no holder of ${name} has a token starting with ${JSON.stringify(token)}: it was released or lapsed (leasehold inspect ${target.id} shows who holds it).`,
-      );
+      const hint =
+        report.heldAs === undefined
+          ? `it was released or lapsed (leasehold inspect ${target.id} shows who holds it)`
+          : `nothing is held as a ${target.kind}; ${otherKind(report.heldAs)}`;
+      throw new CliError(`no holder of ${name} has a token starting with ${JSON.stringify(token)}: ${hint}.`);
     }
     if (chosen.length > 1 && !chosen.some((holder) => holder.token === token)) {
       throw new CliError(
@@ -223,6 +237,14 @@ const count = (n: number, what: string): string => `${n} ${what}${n === 1 ? "" :
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+// A reader that goes away (`leasehold watch … | head`) ends the command: there is nowhere left to
+// show anything, and that is how a pipeline says it has read enough.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(0);
+  console.error(`leasehold: cannot write the output: ${oneLine(error)}`);
+  process.exit(1);
+});
 
 main(process.argv.slice(2)).then((code) => {
   process.exitCode = code;

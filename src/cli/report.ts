@@ -1,6 +1,6 @@
 import { byAge, holderOf } from "../lease/owner.js";
 import type { Holder } from "../lease/types.js";
-import type { Store } from "../store/contract/types.js";
+import type { Inspection, Store } from "../store/contract/types.js";
 
 /** What the command looks at: one id of one kind under one prefix, and its store key. */
 export interface Target {
@@ -8,6 +8,11 @@ export interface Target {
   id: string;
   prefix: string;
   key: string;
+  /**
+   * The same id as the other kind (under the same `--prefix`, or that kind's
+   * default): read when this one has nothing, to tell a wrong `--kind`.
+   */
+  other?: Target;
 }
 
 /** A holder as the command reports it: the API's {@link Holder}, with its figures against the reading's clock. */
@@ -46,14 +51,26 @@ export interface Report {
   used: number;
   holders: HolderRow[];
   waiting: WaiterRow[];
+  /** When nothing is held or waiting as this kind: the other kind, if it holds the id (a wrong `--kind`). */
+  heldAs?: Target["kind"];
 }
 
-/** Reads who holds and who waits: one script, no writes. */
+/** Who holds and who waits as `target`'s kind: one script, no writes. */
+function inspect(store: Store, target: Target): Promise<Inspection> {
+  return target.kind === "lock"
+    ? store.lock.inspect({ storeKey: target.key })
+    : store.semaphore.inspect({ storeKey: target.key });
+}
+
+/** Reads who holds and who waits: one script, no writes (two when nothing is there, to look at the other kind). */
 export async function read(store: Store, target: Target): Promise<Report> {
-  const seen =
-    target.kind === "lock"
-      ? await store.lock.inspect({ storeKey: target.key })
-      : await store.semaphore.inspect({ storeKey: target.key });
+  const seen = await inspect(store, target);
+  const heldAs =
+    seen.holders.length === 0 && seen.waiters.length === 0 && target.other !== undefined
+      ? (await inspect(store, target.other)).holders.length > 0
+        ? target.other.kind
+        : undefined
+      : undefined;
   const at = Date.now();
   const holders = seen.holders
     .map((entry): HolderRow => {
@@ -92,6 +109,7 @@ export async function read(store: Store, target: Target): Promise<Report> {
     used: holders.reduce((sum, holder) => sum + holder.weight, 0),
     holders,
     waiting,
+    ...(heldAs !== undefined && { heldAs }),
   };
 }
 
@@ -141,7 +159,11 @@ function table(rows: string[][]): string[] {
 export function summary(report: Report): string {
   const name = `${report.kind} ${JSON.stringify(report.id)} (key ${report.key})`;
   const waiting = report.waiting.length === 0 ? "nobody waiting" : `${report.waiting.length} waiting`;
-  if (report.holders.length === 0) return `${name}: nothing held, ${waiting}.`;
+  if (report.holders.length === 0) {
+    return report.heldAs === undefined
+      ? `${name}: nothing held, ${waiting}.`
+      : `${name}: nothing held as a ${report.kind}, ${waiting}; ${otherKind(report.heldAs)}.`;
+  }
   if (report.kind === "lock") {
     const holder = report.holders[0] as HolderRow;
     const since = holder.ageMs === undefined ? "" : ` for ${duration(holder.ageMs)}`;
@@ -150,6 +172,11 @@ export function summary(report: Report): string {
   const of = report.limit === null ? " (limit unknown)" : ` of ${report.limit}`;
   const holders = report.holders.length === 1 ? "1 holder" : `${report.holders.length} holders`;
   return `${name}: ${report.used}${of} permits used by ${holders}; ${waiting}.`;
+}
+
+/** What a reading says of the other kind holding its id: how to look at it instead. */
+export function otherKind(kind: Target["kind"]): string {
+  return `a ${kind} holds this id: pass --kind ${kind}`;
 }
 
 /** A reading as text: the heading, then the holders (oldest first) and the waiters (in turn). */

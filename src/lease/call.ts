@@ -1,6 +1,7 @@
 import type { Acquired, Refused } from "../acquire/types.js";
 import type { WaitingCalls } from "../acquire/waiting-calls.js";
 import type { LeaseholdError, LeaseLostError } from "../errors/index.js";
+import type { LossReason } from "../errors/lease-lost.js";
 import { subjectOf } from "../observability/events.js";
 import type { Subject } from "../observability/types.js";
 import type { CallSettings } from "../options/settings.js";
@@ -33,7 +34,7 @@ export abstract class LeaseCall<L = unknown> implements WaitingCalls {
   constructor(
     readonly kind: "semaphore" | "lock",
     readonly id: string,
-    /** The id's store key (`{prefix:id}`). */
+    /** The id's store key (`{prefix:kind:id}`). */
     readonly storeKey: string,
     readonly settings: CallSettings,
     /** What the token carries after its random part and acquire time: owner (and limit), see `ownerTag`. */
@@ -62,8 +63,8 @@ export abstract class LeaseCall<L = unknown> implements WaitingCalls {
   abstract refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Promise<WaiterRefresh>;
   abstract extend(token: string, ms: number): Promise<boolean>;
   abstract release(token: string, heldMs: number | undefined): Promise<boolean>;
-  /** The error that names the loss of this call's lease. */
-  abstract lost(): LeaseLostError;
+  /** The error that names the loss of this call's lease, and why it was lost. */
+  abstract lost(reason: LossReason): LeaseLostError;
   /** The error `run` rejects with when no lease was had. */
   abstract notAcquired(refused: Refused): LeaseholdError;
   /** The lease handle of what was had. */

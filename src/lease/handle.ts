@@ -1,4 +1,5 @@
 import type { Acquired } from "../acquire/types.js";
+import { lossReason } from "../errors/lease-lost.js";
 import { channels } from "../observability/events.js";
 import type { LostEvent, ReleasedEvent, Subject } from "../observability/types.js";
 import { positiveMs } from "../options/validate.js";
@@ -355,7 +356,8 @@ export class LeaseHandle implements Lease {
    */
   lose(cause?: Error): void {
     if (this.#lost !== undefined) return;
-    const error = this.#call.lost();
+    // Past its deadline by this process's clock, a lease ran out; before it, the store took it away.
+    const error = this.#call.lost(lossReason(cause, performance.now() >= this.deadline));
     if (cause !== undefined) Object.defineProperty(error, "cause", { value: cause, configurable: true, writable: true });
     this.#lost = error;
     this.#controller?.abort(error);

@@ -1,5 +1,6 @@
 import type { Acquired, Refused } from "../acquire/types.js";
 import { LockLeaseLostError, LockNotAcquiredError } from "../errors/index.js";
+import type { LossReason } from "../errors/lease-lost.js";
 import { LeaseCall } from "../lease/call.js";
 import { LeaseHandle } from "../lease/handle.js";
 import type { TokenTag } from "../lease/token.js";
@@ -36,8 +37,8 @@ export class LockCall extends LeaseCall<LeaseHandle> {
     return this.store.lock.release({ storeKey: this.storeKey, token, heldMs });
   }
 
-  lost(): LockLeaseLostError {
-    return new LockLeaseLostError(this.id);
+  lost(reason: LossReason): LockLeaseLostError {
+    return new LockLeaseLostError(this.id, reason);
   }
 
   notAcquired(refused: Refused): LockNotAcquiredError {

@@ -44,7 +44,7 @@ export interface LockOptions extends RetryOptions, WaitOptions, KeepingOptions, 
    */
   client?: ClientInput;
   /**
-   * Key namespace; the store key of an id is `{<prefix>:<id>}`.
+   * Key namespace; the store key of an id is `{<prefix>:lock:<id>}`.
    * @default "lock"
    */
   prefix?: string;

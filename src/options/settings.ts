@@ -93,7 +93,7 @@ export function resolveDefaults(
     leaseOption,
     source: storeSource(options.client),
     prefix,
-    storeKeys: new StoreKeys(prefix),
+    storeKeys: new StoreKeys(prefix, kind),
     leaseMs,
     retries:
       options.retries === undefined

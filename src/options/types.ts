@@ -116,9 +116,16 @@ export interface TenantCallOptions {
   tenant?: string;
   /**
    * The most permits this call's tenant may hold at once (weights count), at
-   * most the id's limit. Overrides the semaphore's `tenantLimit`.
+   * most the id's limit: a positive integer, or a function of the tenant
+   * that returns one (checked at each call, before any permit is taken).
+   * Overrides the semaphore's `tenantLimit`.
+   *
+   * @example
+   * ```ts
+   * await slots.run("openai", work, { tenant: "acme", tenantLimit: (tenant) => (premium.has(tenant) ? 8 : 2) });
+   * ```
    */
-  tenantLimit?: number;
+  tenantLimit?: number | ((tenant: string) => number);
   /** The most callers of this tenant waiting on the id; one more is refused at once. @default unbounded */
   tenantMaxQueue?: number;
 }

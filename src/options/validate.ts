@@ -14,7 +14,8 @@ export const MAX_ID_LENGTH = 1024;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
-function show(value: unknown): string {
+/** A value as an error message shows it: strings quoted (and cut), objects by their kind. */
+export function show(value: unknown): string {
   if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
   if (typeof value === "function") return "a function";
   if (typeof value === "bigint") return `${value}n`;
@@ -65,8 +66,8 @@ export function optionalBoolean(option: string, value: unknown): boolean | undef
 /**
  * A key prefix: non-empty, printable, without the braces leasehold reserves
  * for the Redis Cluster hash tag, and without `:`, which separates it from
- * the id in the key (`{<prefix>:<id>}`): the prefix ends at the first `:`,
- * so every (prefix, id) pair has keys of its own.
+ * the kind and the id in the key (`{<prefix>:<kind>:<id>}`): the prefix ends at
+ * the first `:`, so every (prefix, kind, id) has keys of its own.
  */
 export function prefix(value: unknown): string {
   if (typeof value === "string" && value.length > 0 && value.length <= 256 && !/[{}:]/.test(value) && !CONTROL.test(value)) {

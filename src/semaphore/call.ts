@@ -1,5 +1,6 @@
 import type { Acquired, Refused } from "../acquire/types.js";
 import { SemaphoreLeaseLostError, SemaphoreNotAcquiredError } from "../errors/index.js";
+import type { LossReason } from "../errors/lease-lost.js";
 import { LeaseCall, type Tenant } from "../lease/call.js";
 import { LeaseHandle } from "../lease/handle.js";
 import type { TokenTag } from "../lease/token.js";
@@ -68,8 +69,8 @@ export class SemaphoreCall extends LeaseCall<SemaphoreLeaseHandle> {
     return this.store.semaphore.release({ storeKey: this.storeKey, token, weight: this.weight, heldMs });
   }
 
-  lost(): SemaphoreLeaseLostError {
-    return new SemaphoreLeaseLostError(this.id, this.limit);
+  lost(reason: LossReason): SemaphoreLeaseLostError {
+    return new SemaphoreLeaseLostError(this.id, this.limit, reason);
   }
 
   notAcquired(refused: Refused): SemaphoreNotAcquiredError {

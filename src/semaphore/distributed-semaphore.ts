@@ -77,8 +77,11 @@ export class DistributedSemaphore extends Leasing<SemaphoreLeaseHandle> implemen
   }
 
   stats(id: string): Promise<SemaphoreStats>;
-  stats(id: string, options: { tenant: string; tenantLimit?: number }): Promise<TenantStats>;
-  async stats(id: string, options?: { tenant: string; tenantLimit?: number }): Promise<SemaphoreStats | TenantStats> {
+  stats(id: string, options: { tenant: string; tenantLimit?: number | ((tenant: string) => number) }): Promise<TenantStats>;
+  async stats(
+    id: string,
+    options?: { tenant: string; tenantLimit?: number | ((tenant: string) => number) },
+  ): Promise<SemaphoreStats | TenantStats> {
     const storeKey = this.storeKeyOf(id);
     const limit = this.#limitFor(id);
     const given = options === undefined ? undefined : optionsObject(options, "stats");

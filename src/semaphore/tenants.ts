@@ -1,7 +1,7 @@
 import { ValidationError } from "../errors/index.js";
 import type { Tenant } from "../lease/call.js";
 import type { TenantCallOptions } from "../options/types.js";
-import { tenant as checkTenant, integerAtLeast } from "../options/validate.js";
+import { tenant as checkTenant, integerAtLeast, show } from "../options/validate.js";
 
 /** The tenant defaults of a semaphore, checked once. */
 export interface TenantDefaults {
@@ -46,14 +46,15 @@ export function tenantOfCall(
     return undefined;
   }
   const name = checkTenant(given.tenant);
-  const cap = given.tenantLimit !== undefined ? given.tenantLimit : capOf(defaults.limit, name);
-  if (cap === undefined) {
+  const option = given.tenantLimit !== undefined ? given.tenantLimit : defaults.limit;
+  if (option === undefined) {
     throw new ValidationError(
       "tenantLimit",
       `tenant "${name}" has no tenantLimit: pass tenantLimit with the call or to semaphore(...). ${limitFix}`,
     );
   }
-  const tenantLimit = integerAtLeast("tenantLimit", cap, 1, limitFix);
+  const tenantLimit =
+    typeof option === "function" ? answerOf(option, name, limit) : integerAtLeast("tenantLimit", option, 1, limitFix);
   if (tenantLimit > limit) throw above(tenantLimit, limit);
   if (weight > tenantLimit) {
     throw new ValidationError(
@@ -65,16 +66,24 @@ export function tenantOfCall(
   return { name, limit: tenantLimit, maxQueue };
 }
 
-function capOf(limit: TenantDefaults["limit"], tenant: string): unknown {
-  if (typeof limit !== "function") return limit;
+/** What a tenantLimit function answers for `tenant`: a whole number from 1 to the id's limit, or a ValidationError saying what it returned. */
+function answerOf(cap: (tenant: string) => unknown, tenant: string, limit: number): number {
+  let answer: unknown;
   try {
-    return limit(tenant);
+    answer = cap(tenant);
   } catch (error) {
     throw new ValidationError(
       "tenantLimit",
-      `the tenantLimit function threw for tenant "${tenant}": ${error instanceof Error ? error.message : String(error)}`,
+      `the tenantLimit function threw for tenant "${tenant}": ${error instanceof Error ? error.message : String(error)}. Make it return the tenant's cap, a whole number from 1 to the limit (${limit}).`,
     );
   }
+  if (typeof answer === "number" && Number.isSafeInteger(answer) && answer >= 1 && answer <= limit) return answer;
+  const why =
+    typeof answer === "number" && Number.isSafeInteger(answer) && answer > limit ? `, above the id's limit ${limit}` : "";
+  throw new ValidationError(
+    "tenantLimit",
+    `the tenantLimit function returned ${show(answer)} for tenant "${tenant}"${why}; it must return a whole number from 1 to the limit (${limit}). ${limitFix}`,
+  );
 }
 
 function maxQueueOf(value: unknown): number {

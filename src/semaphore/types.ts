@@ -64,7 +64,7 @@ export interface SemaphoreOptions extends RetryOptions, WaitOptions, KeepingOpti
   /** How many permits exist per id: a positive integer, or a function of the id for per-id limits. */
   limit: number | ((id: string) => number);
   /**
-   * Key namespace; the store key of an id is `{<prefix>:<id>}`.
+   * Key namespace; the store key of an id is `{<prefix>:semaphore:<id>}`.
    * @default "semaphore"
    */
   prefix?: string;
@@ -122,10 +122,11 @@ export interface Semaphore {
    * Permit usage of `id` in one store round trip: the limit, permits used,
    * live holders, callers waiting, permits available, and how many tenants
    * hold or wait. With `{ tenant }`, the same for one tenant of the id, its
-   * `limit` being its `tenantLimit` (the one passed here, or the semaphore's).
+   * `limit` being its `tenantLimit` (the one passed here, a number or a
+   * function of the tenant, or the semaphore's).
    */
   stats(id: string): Promise<SemaphoreStats>;
-  stats(id: string, options: { tenant: string; tenantLimit?: number }): Promise<TenantStats>;
+  stats(id: string, options: { tenant: string; tenantLimit?: number | ((tenant: string) => number) }): Promise<TenantStats>;
   /**
    * Who holds permits of `id` now, oldest first: each live lease's token,
    * owner, acquire time, end, weight and tenant (granted waiters included).

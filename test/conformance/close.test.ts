@@ -13,6 +13,7 @@ import {
   semaphore,
   ValidationError,
 } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import type { Store } from "../../src/store/index.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 import { eventually, gate, mapCalls, type StoreUnderTest, storesUnderTest } from "../support/stores.js";
@@ -212,16 +213,18 @@ describe.each(storesUnderTest)("close() on the $name store", (subject) => {
     expect(next).not.toBeNull();
     await next?.release();
     expect(await seen.slots.count("k")).toBe(0);
-    expect((await seen.store.semaphore.inspect({ storeKey: `{${prefix}:k}` })).waiters).toEqual([]);
+    expect((await seen.store.semaphore.inspect({ storeKey: storeKey(prefix, "semaphore", "k") })).waiters).toEqual([]);
   });
 
   it("a lock's waiters are rejected with ShutdownError and leave its queue", async () => {
     const { prefix, locks, seen } = setup();
     const holder = (await seen.locks.acquire("order")) as LockLease;
     const waiter = rejectionOf(locks.run("order", () => "ran", { waitMs: 60_000 }));
-    await eventually(async () => (await seen.store.lock.inspect({ storeKey: `{${prefix}:order}` })).waiters.length === 1);
+    await eventually(
+      async () => (await seen.store.lock.inspect({ storeKey: storeKey(prefix, "lock", "order") })).waiters.length === 1,
+    );
     await locks.close();
-    expect((await seen.store.lock.inspect({ storeKey: `{${prefix}:order}` })).waiters).toEqual([]);
+    expect((await seen.store.lock.inspect({ storeKey: storeKey(prefix, "lock", "order") })).waiters).toEqual([]);
     expect(await waiter).toBeInstanceOf(ShutdownError);
     expect(await holder.release()).toBe(true);
   });

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { type Lease, lock, redisStore, semaphore } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import { uniquePrefix } from "../support/redis.js";
 import { type RedisServer, startRedisServer } from "../support/redis-server.js";
 import { eventually, storesUnderTest } from "../support/stores.js";
@@ -105,7 +106,9 @@ describe.each(storesUnderTest)("fencing tokens on the $name store", ({ name, mak
     const owner = await locks.acquire("queue");
     const queued = [0, 1, 2].map(() => locks.run("queue", work(lockOrder), { waitMs: 10_000 }));
     // Locks have no waiting count in their stats: give the three joins time to reach the store.
-    await eventually(async () => (await client.lock.inspect({ storeKey: `{${prefix}-l:queue}` })).waiters.length === 3);
+    await eventually(
+      async () => (await client.lock.inspect({ storeKey: storeKey(`${prefix}-l`, "lock", "queue") })).waiters.length === 3,
+    );
     await owner?.release();
     await Promise.all(queued);
     expectRising([fenceOf(owner), ...lockOrder]);
@@ -163,9 +166,12 @@ describe("fencing tokens across a Redis restart with persistence (AOF)", () => {
       expect(fenceOf(permit)).toBeGreaterThan(fenceOf(heldPermit));
       expect(fenceOf(await locksAfter.acquire("idle"))).toBeGreaterThan(fenceOf(idle));
       // Its holder's token still holds it after the restart; given back, the next holder's fence is above its.
-      expect(await redisStore(after).lock.release({ storeKey: `{${prefix}-l:held}`, token: (heldLock as Lease).token })).toBe(
-        true,
-      );
+      expect(
+        await redisStore(after).lock.release({
+          storeKey: storeKey(`${prefix}-l`, "lock", "held"),
+          token: (heldLock as Lease).token,
+        }),
+      ).toBe(true);
       expect(fenceOf(await locksAfter.acquire("held"))).toBeGreaterThan(fenceOf(heldLock));
     } finally {
       after.disconnect();

@@ -4,6 +4,7 @@
 // over random interleavings; these pin each reported case down by name.
 import { describe, expect, it } from "vitest";
 import { semaphore } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import type { Inspection, Store } from "../../src/store/index.js";
 import { uniquePrefix } from "../support/redis.js";
 import { eventually, storesUnderTest } from "../support/stores.js";
@@ -40,7 +41,7 @@ describe.each(storesUnderTest)("grants on the $name store", ({ make, redis }) =>
   it("a grant made by an acquire that refuses its own caller keeps every key's expiry, and the limit", async () => {
     const store = make();
     const prefix = uniquePrefix();
-    const key = `{${prefix}:k}`;
+    const key = storeKey(prefix, "semaphore", "k");
     const slots = semaphore({ client: store, limit: 3, prefix });
     await slots.acquire("k", { weight: 2, leaseMs: 150 }); // crashes: never released
     await deadWaiter(store, key, "w", 3, 3, 3_000);
@@ -72,7 +73,7 @@ describe.each(storesUnderTest)("grants on the $name store", ({ make, redis }) =>
   it("a dead waiter's unclaimed grant leaves no phantom permits and no keys behind", async () => {
     const store = make();
     const prefix = uniquePrefix();
-    const key = `{${prefix}:k}`;
+    const key = storeKey(prefix, "semaphore", "k");
     const slots = semaphore({ client: store, limit: 3, prefix });
     await slots.acquire("k", { leaseMs: 150 }); // crashes
     await deadWaiter(store, key, "dead", 3, 3, 400);
@@ -118,7 +119,7 @@ describe.each(storesUnderTest)("grants on the $name store", ({ make, redis }) =>
   it("a grant is reserved no longer than the waiter's own lease has left: a dead waiter blocks one waiter lease at most", async () => {
     const store = make();
     const prefix = uniquePrefix();
-    const key = `{${prefix}:k}`;
+    const key = storeKey(prefix, "semaphore", "k");
     const slots = semaphore({ client: store, limit: 1, prefix });
     const holder = await slots.acquire("k");
     await deadWaiter(store, key, "dead", 1, 1, 2_000);

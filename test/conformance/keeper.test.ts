@@ -9,6 +9,7 @@ import {
   semaphore,
   ValidationError,
 } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import { exitOf, killChildren, spawnChild } from "../support/child.js";
 import { uniquePrefix } from "../support/redis.js";
 import { eventually, gate, spyStore, storesUnderTest } from "../support/stores.js";
@@ -142,7 +143,7 @@ describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) =>
       "k",
       async (lease) => {
         // Someone (an operator, an eviction) removes our entry.
-        await base.semaphore.release({ storeKey: `{${prefix}:k}`, token: lease.token });
+        await base.semaphore.release({ storeKey: storeKey(prefix, "semaphore", "k"), token: lease.token });
         lease.signal.addEventListener("abort", () => seen.open(lease.signal.reason), { once: true });
         await seen.opened;
         return "resolved";
@@ -164,7 +165,7 @@ describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) =>
       .run(
         "k",
         async (lease) => {
-          await base.lock.release({ storeKey: `{${prefix}:k}`, token: lease.token });
+          await base.lock.release({ storeKey: storeKey(prefix, "lock", "k"), token: lease.token });
           await new Promise((_, reject) =>
             lease.signal.addEventListener(
               "abort",
@@ -258,7 +259,7 @@ describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) =>
     const locks = lock({ client: base, prefix });
     await expect(
       locks.run("k", async (lease) => {
-        await base.lock.release({ storeKey: `{${prefix}:k}`, token: lease.token });
+        await base.lock.release({ storeKey: storeKey(prefix, "lock", "k"), token: lease.token });
         return "done";
       }),
     ).rejects.toBeInstanceOf(LockLeaseLostError);
@@ -341,7 +342,7 @@ describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) =>
     const slots = semaphore({ client: base, limit: 1, prefix });
     const { result, lost } = await lostDuring(() =>
       slots.run("k", async (lease) => {
-        await base.semaphore.release({ storeKey: `{${prefix}:k}`, token: lease.token });
+        await base.semaphore.release({ storeKey: storeKey(prefix, "semaphore", "k"), token: lease.token });
         expect(await lease.release()).toBe(false);
         expect(lease.signal.reason).toBeInstanceOf(SemaphoreLeaseLostError);
         return "too late";
@@ -358,7 +359,7 @@ describe.each(storesUnderTest)("lease keeping on the $name store", ({ make }) =>
     const locks = lock({ client: base, prefix });
     const { result, lost } = await lostDuring(() =>
       locks.run("k", async (lease) => {
-        await base.lock.release({ storeKey: `{${prefix}:k}`, token: lease.token });
+        await base.lock.release({ storeKey: storeKey(prefix, "lock", "k"), token: lease.token });
         void lease.release();
         return "looked fine";
       }),

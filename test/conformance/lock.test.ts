@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type LockLease, LockNotAcquiredError, lock } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import { uniquePrefix } from "../support/redis.js";
 import { eventually, gate, storesUnderTest } from "../support/stores.js";
 
@@ -97,7 +98,7 @@ describe.each(storesUnderTest)("lock on the $name store", ({ make }) => {
   it("another token cannot release or extend the lock", async () => {
     const { store, prefix, locks } = setup();
     const held = await locks.acquire("k");
-    const key = `{${prefix}:k}`;
+    const key = storeKey(prefix, "lock", "k");
     expect(await store.lock.release({ storeKey: key, token: "intruder" })).toBe(false);
     expect(await store.lock.extend({ storeKey: key, token: "intruder", leaseMs: 10_000 })).toBe(false);
     expect(await locks.acquire("k")).toBeNull();
@@ -106,7 +107,7 @@ describe.each(storesUnderTest)("lock on the $name store", ({ make }) => {
 
   it("acquire is idempotent per token, and a refusal says how long the lock stays held", async () => {
     const { store, prefix } = setup();
-    const key = `{${prefix}:k}`;
+    const key = storeKey(prefix, "lock", "k");
     expect((await store.lock.acquire({ storeKey: key, token: "tok", leaseMs: 5_000 })).acquired).toBe(true);
     expect((await store.lock.acquire({ storeKey: key, token: "tok", leaseMs: 5_000 })).acquired).toBe(true);
     const refused = await store.lock.acquire({ storeKey: key, token: "other", leaseMs: 5_000 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { lock, type SemaphoreLease, SemaphoreNotAcquiredError, semaphore, ValidationError } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import { uniquePrefix } from "../support/redis.js";
 import { eventually, gate, storesUnderTest } from "../support/stores.js";
 
@@ -136,7 +137,7 @@ describe.each(storesUnderTest)("semaphore on the $name store", ({ make }) => {
     const prefix = uniquePrefix();
     const own = semaphore({ client: store, limit: 1, prefix });
     const lease = await own.acquire("k");
-    const key = `{${prefix}:k}`;
+    const key = storeKey(prefix, "semaphore", "k");
     expect(await store.semaphore.release({ storeKey: key, token: "someone-else" })).toBe(false);
     expect(await store.semaphore.extend({ storeKey: key, token: "someone-else", leaseMs: 10_000 })).toBe(false);
     expect(await own.count("k")).toBe(1);

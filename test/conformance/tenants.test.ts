@@ -75,6 +75,58 @@ describe.each(storesUnderTest)("fair tenant shares on the $name store", ({ make,
     expect(await slots.stats("k", { tenant: "globex", tenantLimit: 3 })).toMatchObject({ limit: 3, used: 2, available: 1 });
   });
 
+  // issue #27, defect 8: a call's tenantLimit, like the semaphore's, may be a function of the tenant.
+  it("a call's tenantLimit may be a function of the tenant, for acquire, run and stats alike", async () => {
+    const { slots } = setup({ limit: 10, tenantLimit: 1 });
+    const premium = (tenant: string) => (tenant === "acme" ? 3 : 1);
+    const asked: string[] = [];
+    const cap = (tenant: string) => {
+      asked.push(tenant);
+      return premium(tenant);
+    };
+    const acme = await Promise.all(Array.from({ length: 4 }, () => slots.acquire("k", { tenant: "acme", tenantLimit: cap })));
+    expect(acme.filter(Boolean)).toHaveLength(3);
+    expect(acme[0]).toMatchObject({ tenant: "acme" });
+    expect(asked).toContain("acme");
+    const ran = await slots.run("k", async () => "ran", { tenant: "globex", tenantLimit: cap });
+    expect(ran).toBe("ran");
+    const refused = await slots.run("k", async () => "no", { tenant: "acme", tenantLimit: cap }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ reason: "tenant-full", tenant: "acme", tenantLimit: 3 });
+    expect(await slots.stats("k", { tenant: "acme", tenantLimit: cap })).toMatchObject({ limit: 3, used: 3, available: 0 });
+    for (const lease of acme) await lease?.release();
+  });
+
+  it("a tenantLimit function's answer is checked before any permit is taken: a whole number from 1 to the limit", async () => {
+    const { slots } = setup();
+    const answers: [unknown, RegExp][] = [
+      [0, /returned 0 for tenant "acme"/],
+      [1.5, /returned 1\.5 for tenant "acme"/],
+      ["3", /returned "3" for tenant "acme"/],
+      [undefined, /returned undefined for tenant "acme"/],
+      [5, /returned 5 for tenant "acme".*above the id's limit 4/],
+    ];
+    for (const [answer, message] of answers) {
+      const tenantLimit = (() => answer) as unknown as (tenant: string) => number;
+      for (const call of [
+        () => slots.acquire("k", { tenant: "acme", tenantLimit }),
+        () => slots.run("k", async () => "ran", { tenant: "acme", tenantLimit }),
+      ]) {
+        const error = await call().catch((e: unknown) => e);
+        expect(error, String(answer)).toBeInstanceOf(ValidationError);
+        expect(error).toMatchObject({ option: "tenantLimit" });
+        expect((error as Error).message).toMatch(message);
+        expect((error as Error).message).toMatch(/tenantLimit/);
+      }
+    }
+    const throwing = () => {
+      throw new Error("no such plan");
+    };
+    const error = await slots.acquire("k", { tenant: "acme", tenantLimit: throwing }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as Error).message).toMatch(/tenantLimit function threw for tenant "acme": no such plan/);
+    expect(await slots.stats("k")).toMatchObject({ used: 0, holders: 0, waiting: 0 });
+  });
+
   it("bad tenant options are refused before any permit is taken, naming the option", async () => {
     const { slots, prefix } = setup();
     const plain = semaphore({ client: make(), limit: 4, prefix });

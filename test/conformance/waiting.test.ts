@@ -12,6 +12,7 @@ import {
   semaphore,
   ValidationError,
 } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import type { Grant, Store } from "../../src/store/index.js";
 import { uniquePrefix } from "../support/redis.js";
 import { eventually, gate, spyStore, storesUnderTest } from "../support/stores.js";
@@ -197,7 +198,7 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     const { store, calls, prefix } = setup();
     const slots = semaphore({ client: store, limit: 1, prefix });
     const holder = await slots.acquire("k");
-    const key = `{${prefix}:k}`;
+    const key = storeKey(prefix, "semaphore", "k");
     // A waiter that nobody refreshes or claims: its process is gone.
     const ghost = await store.semaphore.acquire({
       storeKey: key,
@@ -233,7 +234,7 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
     const slots = semaphore({ client: store, limit: 1, prefix });
     const holder = await slots.acquire("k");
     const ghost = await store.semaphore.acquire({
-      storeKey: `{${prefix}:k}`,
+      storeKey: storeKey(prefix, "semaphore", "k"),
       token: "ghost",
       limit: 1,
       weight: 1,

@@ -12,6 +12,7 @@ import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { semaphore as guard } from "../../integrations/express/index.js";
 import { lock, type RedisClient, redisStore, semaphore } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import { type RedisServer, startRedisServer } from "../support/redis-server.js";
 import { eventually } from "../support/stores.js";
 import { report } from "./report.js";
@@ -148,7 +149,7 @@ describe("11. a 3-master Redis Cluster", () => {
         const held = await slots.acquire(id, { weight: 1 });
         expect(held).not.toBeNull();
         const queued = waiting.acquire(id, { waitMs: 10_000 });
-        const base = `{${prefix}:${id}}`;
+        const base = storeKey(prefix, "semaphore", id);
         await eventually(async () => (await cluster.zcard(`${base}:q`)) === 1);
         await eventually(async () => ((await cluster.call("PUBSUB", "NUMSUB", `${base}:ch`)) as [string, number])[1] === 1);
         const keys = [base, `${base}:m`, `${base}:q`, `${base}:qe`, `${base}:ch`];

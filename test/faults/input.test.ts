@@ -13,6 +13,7 @@ import {
   semaphore,
   ValidationError,
 } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import type { Store } from "../../src/store/index.js";
 import { eventually } from "../support/stores.js";
 import { redisForFile } from "./harness.js";
@@ -134,7 +135,8 @@ describe("13. bad input", () => {
     if (!httpCases.every(Boolean)) failures.push(`http: ${missing.status} ${huge.status} ${fine.status}`);
 
     // The adapter releases on the response's `finish`, which may be a moment after the client has the response.
-    const keysLeft = async () => (await own.redis.keys("*bad*")).filter((key) => !key.includes("badlock:ext"));
+    const keysLeft = async () =>
+      (await own.redis.keys("*bad*")).filter((key) => !key.startsWith(storeKey("badlock", "lock", "ext")));
     await eventually(async () => (await keysLeft()).length === 0, 5000).catch(() => {});
     const leftovers = await keysLeft();
     const total = engine.length + adapters.length + stores.length + httpCases.length;

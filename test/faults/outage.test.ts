@@ -5,6 +5,7 @@ import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
 import { semaphore as guard } from "../../integrations/express/index.js";
 import { type RedisClient, redisStore, StoreUnavailableError, semaphore } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import { freePort, startRedisServer } from "../support/redis-server.js";
 import { eventually } from "../support/stores.js";
 import { FAULT_CLIENTS, through } from "./clients.js";
@@ -97,8 +98,9 @@ describe("10. maxmemory", () => {
     await eventually(() => loads[0]!.events.filter((e) => e.e === "enter").length === 3, 20_000);
     const admin = new Redis(server.url);
     const junk = "x".repeat(64 * 1024);
-    for (let n = 0; (await admin.exists("{evict:k}")) === 1 && n < 2000; n++) await admin.set(`junk:${n}`, junk).catch(() => {});
-    const evicted = (await admin.exists("{evict:k}")) === 0;
+    for (let n = 0; (await admin.exists(storeKey("evict", "semaphore", "k"))) === 1 && n < 2000; n++)
+      await admin.set(`junk:${n}`, junk).catch(() => {});
+    const evicted = (await admin.exists(storeKey("evict", "semaphore", "k"))) === 0;
     const filledAt = hrnow();
     await eventually(() => loads[0]!.events.filter((e) => e.e === "lost").length === 3, 5_000);
     const told = Math.max(...loads[0]!.events.filter((e) => e.e === "lost").map((e) => msBetween(filledAt, e.t)));

@@ -1,6 +1,7 @@
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { lock, redisStore, semaphore } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import { eventually } from "../support/stores.js";
 import { redisForFile } from "./harness.js";
 import { report } from "./report.js";
@@ -27,10 +28,16 @@ describe("14. security", () => {
     const other = redisStore(new Redis(own.server.url));
     const mine = await semaphore(own.redis, { limit: 1, prefix: "sec" }).acquire("owned");
     const held = await lock(own.redis, { prefix: "seclock" }).acquire("owned");
-    expect(await other.semaphore.release({ storeKey: "{sec:owned}", token: "guessed-token" })).toBe(false);
-    expect(await other.semaphore.extend({ storeKey: "{sec:owned}", token: "guessed-token", leaseMs: 60_000 })).toBe(false);
-    expect(await other.lock.release({ storeKey: "{seclock:owned}", token: "guessed-token" })).toBe(false);
-    expect(await other.lock.extend({ storeKey: "{seclock:owned}", token: "guessed-token", leaseMs: 60_000 })).toBe(false);
+    expect(await other.semaphore.release({ storeKey: storeKey("sec", "semaphore", "owned"), token: "guessed-token" })).toBe(
+      false,
+    );
+    expect(
+      await other.semaphore.extend({ storeKey: storeKey("sec", "semaphore", "owned"), token: "guessed-token", leaseMs: 60_000 }),
+    ).toBe(false);
+    expect(await other.lock.release({ storeKey: storeKey("seclock", "lock", "owned"), token: "guessed-token" })).toBe(false);
+    expect(
+      await other.lock.extend({ storeKey: storeKey("seclock", "lock", "owned"), token: "guessed-token", leaseMs: 60_000 }),
+    ).toBe(false);
     expect(await mine?.release()).toBe(true);
     expect(await held?.release()).toBe(true);
     (other.client as Redis).disconnect();

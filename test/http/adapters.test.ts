@@ -23,6 +23,7 @@ import {
   semaphore,
   ValidationError,
 } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import type { Store } from "../../src/store/index.js";
 import { freePort } from "../support/redis-server.js";
 import { eventually, gate, spyStore, storesUnderTest } from "../support/stores.js";
@@ -433,7 +434,7 @@ describe.each(harnesses)("$name adapter", (harness) => {
       // The spinning acquire may still win the freed permit; it must give it straight back.
       await eventually(async () => (await count("spin")) === 0);
       expect(control.entered).not.toContain("impatient");
-      const acquired = await store.semaphore.count({ storeKey: "{semaphore:spin}" });
+      const acquired = await store.semaphore.count({ storeKey: storeKey("semaphore", "semaphore", "spin") });
       expect(acquired).toBe(0);
     });
 

@@ -1,6 +1,7 @@
 import { request as httpRequest, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { RequestLease } from "../../integrations/http/types.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import type { Store } from "../../src/store/index.js";
 
 /**
@@ -53,7 +54,7 @@ export class Control {
 
   /** Removes a semaphore lease behind its holder's back (an operator, an eviction). */
   async steal(lease: RequestLease): Promise<void> {
-    await this.raw.semaphore.release({ storeKey: `{semaphore:${lease.key}}`, token: lease.token });
+    await this.raw.semaphore.release({ storeKey: storeKey("semaphore", "semaphore", lease.key), token: lease.token });
   }
 }
 

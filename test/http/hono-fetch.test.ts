@@ -1,7 +1,7 @@
 import type { Server } from "node:http";
 import { request as httpRequest } from "node:http";
 import { createAdaptorServer } from "@hono/node-server";
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { streamSSE, streamText } from "hono/streaming";
 import request from "supertest";
 import { describe, expect, it } from "vitest";
@@ -41,14 +41,21 @@ describe.each([
     await eventually(async () => (await count("stream")) === 0);
   });
 
-  it("returns the permit when the reader cancels mid-stream", async () => {
-    const { app, count } = setup();
+  it("a reader that cancels mid-stream leaves the permit with the stream's callback until it settles (issue #27, defect 3)", async () => {
+    const { app, control, count } = setup();
     const res = await app.request("/stream", { headers: { "x-id": "c" } });
     const reader = res.body!.getReader();
     await reader.read();
     expect(await count("stream")).toBe(1);
     await reader.cancel();
+    await eventually(() => control.reasons.has("c"));
+    expect(control.reasons.get("c")).toBeInstanceOf(ClientAbortedError);
+    // The callback still works: the permit is its.
+    expect(await count("stream")).toBe(1);
+    expect((await app.request("/stream", { headers: { "x-id": "c2" } })).status).toBe(503);
+    control.open("c");
     await eventually(async () => (await count("stream")) === 0);
+    expect(control.lostHook).toEqual([]);
   });
 
   it("a request whose client aborts keeps its permit while the handler works on, and returns it when the handler settles", async () => {
@@ -180,10 +187,15 @@ describe.each([
     await eventually(async () => (await count("work:a")) === 0);
   });
 
-  it("a HEAD request to a streamed route returns its permit: nobody will read the stream", async () => {
+  it("a HEAD request to a streamed route: nobody will read the stream, as after a departure; the permit returns when its callback settles", async () => {
     const { app, control, count } = setup();
     const res = await app.request("/stream", { method: "HEAD", headers: { "x-id": "h" } });
     expect(res.status).toBe(200);
+    // Told as a client that left after the headers; its callback still works meanwhile.
+    await eventually(() => control.reasons.has("h"));
+    expect(control.reasons.get("h")).toBeInstanceOf(ClientAbortedError);
+    expect(await count("stream")).toBe(1);
+    control.open("h");
     await eventually(async () => (await count("stream")) === 0);
     const next = await app.request("/stream", { headers: { "x-id": "next" } });
     expect(next.status).toBe(200);
@@ -196,10 +208,13 @@ describe.each([
 });
 
 describe("Hono streaming helpers (streamText, streamSSE), on Node and off it", () => {
-  const build = (store: ReturnType<typeof memoryStore>, opened: Promise<void>) => {
+  const build = (store: ReturnType<typeof memoryStore>, opened: Promise<void>, departures: unknown[] = []) => {
     const app = new Hono();
+    const told = (c: Context) =>
+      c.get("lease")?.signal.addEventListener("abort", () => departures.push(c.get("lease")?.signal.reason));
     app.get("/text", honoSemaphore("text", 1, { client: store }), (c) =>
       streamText(c, async (body) => {
+        told(c);
         await body.write("first\n");
         await opened;
         await body.write("second\n");
@@ -207,6 +222,7 @@ describe("Hono streaming helpers (streamText, streamSSE), on Node and off it", (
     );
     app.get("/sse", honoSemaphore("sse", 1, { client: store }), (c) =>
       streamSSE(c, async (body) => {
+        told(c);
         await body.writeSSE({ data: "first" });
         await opened;
         await body.writeSSE({ data: "second" });
@@ -216,7 +232,7 @@ describe("Hono streaming helpers (streamText, streamSSE), on Node and off it", (
   };
 
   it.each(["text", "sse"])(
-    "/%s over Node: held until the last byte; a client that leaves mid-stream returns it",
+    "/%s over Node: held until the last byte; a client that leaves mid-stream leaves it with the callback until that settles",
     async (route) => {
       const store = memoryStore();
       const count = () => semaphore({ client: store, limit: 1 }).count(route);
@@ -240,16 +256,21 @@ describe("Hono streaming helpers (streamText, streamSSE), on Node and off it", (
         expect(String((await whole).body)).toMatch(/first[\s\S]*second/);
         await eventually(async () => (await count()) === 0);
 
-        // The client leaves while the stream waits on its next chunk.
+        // The client leaves while the stream waits on its next chunk: the callback is told, and the
+        // permit stays with it until it settles (issue #27, defect 3).
         const late = gate();
-        const again = await listen(createAdaptorServer({ fetch: build(store, late.opened).fetch }) as Server);
+        const departures: unknown[] = [];
+        const again = await listen(createAdaptorServer({ fetch: build(store, late.opened, departures).fetch }) as Server);
         const cut = httpRequest(`${again.url}/${route}`);
         cut.on("error", () => {});
         cut.end();
         await eventually(async () => (await count()) === 1);
         cut.destroy();
-        await eventually(async () => (await count()) === 0);
+        await eventually(() => departures.length === 1);
+        expect(departures[0]).toBeInstanceOf(ClientAbortedError);
+        expect(await count()).toBe(1);
         late.open();
+        await eventually(async () => (await count()) === 0);
         await again.close();
       } finally {
         await running.close();

@@ -7,7 +7,7 @@ import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
 import { semaphore as honoSemaphore, type LeaseholdVariables, type SemaphoreLease } from "../../integrations/hono/index.js";
 import { memoryStore, semaphore } from "../../src/index.js";
-import { spyStore } from "../support/stores.js";
+import { eventually, spyStore } from "../support/stores.js";
 import { listen, type RunningApp } from "./harness.js";
 
 describe("Hono: a guarded handler that answers at once", () => {
@@ -48,5 +48,29 @@ describe("Hono: a guarded handler that answers at once", () => {
     await held?.release();
     expect((await request(running.url).get("/")).status).toBe(200);
     expect(await semaphore({ client: store, limit: 1 }).count("sync")).toBe(0);
+  });
+
+  it("behind other middleware, a handler that sets c.res and returns nothing is answered with it, off Node as on it, and its permit returns", async () => {
+    const store = memoryStore();
+    const app = new Hono();
+    app.use(async (_c, next) => {
+      await next();
+    });
+    app.get(
+      "/",
+      honoSemaphore("sets", 1, { client: store }).wrap(async (c) => {
+        await Promise.resolve();
+        c.res = c.text("set on the context");
+      }),
+    );
+    for (let i = 0; i < 2; i++) {
+      const res = await app.request("/");
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe("set on the context");
+    }
+    running = await listen(createAdaptorServer({ fetch: app.fetch }) as Server);
+    const res = await request(running.url).get("/");
+    expect(res.text).toBe("set on the context");
+    await eventually(async () => (await semaphore({ client: store, limit: 1 }).count("sets")) === 0);
   });
 });

@@ -361,8 +361,8 @@ export class World {
     this.monitor.note(`an operator releases actor ${actor.index}'s lease`);
     const answer =
       spec.factory === "lock"
-        ? this.#inner.lock.release({ storeKey: storeKey(this.#prefix.lock, this.#ids.lock), token })
-        : this.#inner.semaphore.release({ storeKey: storeKey(this.#prefix.semaphore, this.#ids.semaphore), token });
+        ? this.#inner.lock.release({ storeKey: storeKey(this.#prefix.lock, "lock", this.#ids.lock), token })
+        : this.#inner.semaphore.release({ storeKey: storeKey(this.#prefix.semaphore, "semaphore", this.#ids.semaphore), token });
     answer.then(
       (live) => this.monitor.operatorAnswered(token, live),
       (error: unknown) => this.monitor.fail(`the operator's release failed: ${String(error)}`),

@@ -4,6 +4,7 @@
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { redisStore, semaphore } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import { type RedisServer, startRedisServer } from "../support/redis-server.js";
 
 const servers: RedisServer[] = [];
@@ -27,7 +28,7 @@ describe("eviction under maxmemory (README: an evicted lease key -> its holder i
     clients.push(client, admin);
     const store = redisStore(client);
     const slots = semaphore({ client: store, limit: 4, prefix: "ev" });
-    const key = "{ev:k}";
+    const key = storeKey("ev", "semaphore", "k");
 
     // A heavy holder (3 of 4 permits) and a light one (the last permit).
     const heavy = await slots.acquire("k", { weight: 3, leaseMs: 60_000 });

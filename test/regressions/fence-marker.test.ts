@@ -3,6 +3,7 @@
 // fence go backwards (the clock may be behind that fence), and the old member must not outstay the id.
 import { describe, expect, it } from "vitest";
 import { semaphore } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 import { eventually } from "../support/stores.js";
 
@@ -17,7 +18,7 @@ describe("the fence marker on Redis", () => {
     const redis = newRedis();
     const prefix = uniquePrefix();
     const slots = semaphore(redis, { limit: 5, prefix });
-    const key = `{${prefix}:k}`;
+    const key = storeKey(prefix, "semaphore", "k");
     const first = await slots.acquire("k");
     const second = await slots.acquire("k", { weight: 2 });
     expect(second?.fence).toBeGreaterThan(first?.fence ?? Number.POSITIVE_INFINITY);
@@ -36,7 +37,7 @@ describe("the fence marker on Redis", () => {
     const redis = newRedis();
     const prefix = uniquePrefix();
     const slots = semaphore(redis, { limit: 5, prefix });
-    const key = `{${prefix}:k}`;
+    const key = storeKey(prefix, "semaphore", "k");
     const old = await aheadOfClock(redis);
     await redis.zadd(key, "-inf", `~f${old}`);
     await redis.pexpire(key, 60_000);
@@ -56,7 +57,7 @@ describe("the fence marker on Redis", () => {
     const redis = newRedis();
     const prefix = uniquePrefix();
     const slots = semaphore(redis, { limit: 5, prefix });
-    const key = `{${prefix}:k}`;
+    const key = storeKey(prefix, "semaphore", "k");
     const lease = await slots.acquire("k");
     // As if an earlier build had granted it: the marker is the lease's own fence, at -inf.
     await redis.zrem(key, "~f");

@@ -2,6 +2,7 @@ import { Redis } from "ioredis";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lock, type RedisClient, redisStore, StoreUnavailableError, semaphore } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import { uniquePrefix } from "../support/redis.js";
 import { type RedisServer, startRedisServer } from "../support/redis-server.js";
 
@@ -45,13 +46,14 @@ describe.each(clients)("error replies over %s", (_name, make) => {
   it("WRONGTYPE: a key of the wrong type fails its call, the store stays up for the others", async () => {
     const prefix = uniquePrefix();
     const store = redisStore(make(server.url));
-    await admin.hset(`{${prefix}:k}`, "x", "1");
+    await admin.hset(storeKey(prefix, "semaphore", "k"), "x", "1");
     const slots = semaphore({ client: store, limit: 2, prefix });
     const error = await slots.acquire("k").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StoreUnavailableError);
     expect(String((error as Error).message)).toMatch(/WRONGTYPE/);
     expect((await slots.health()).state).toBe("up");
     expect(await slots.acquire("other")).not.toBeNull();
+    await admin.hset(storeKey(prefix, "lock", "k"), "x", "1");
     const locks = lock({ client: store, prefix });
     await expect(locks.acquire("k")).rejects.toBeInstanceOf(StoreUnavailableError);
     expect((await locks.health()).state).toBe("up");

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { lock, memoryStore, redisStore, ShutdownError, semaphore } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import type { Store } from "../../src/store/index.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 
@@ -47,12 +48,12 @@ describe.each(stores())("close() racing acquisitions ($name)", ({ make }) => {
       const closing = Promise.all([slots.close({ graceMs: 0 }), locks.close({ graceMs: 0 })]);
       const outcomes = await Promise.all(calls);
       await closing;
-      const s = await observer.semaphore.stats({ storeKey: `{${prefix}:s}` });
-      const l = await observer.lock.stats({ storeKey: `{${prefix}:l}` });
+      const s = await observer.semaphore.stats({ storeKey: storeKey(prefix, "semaphore", "s") });
+      const l = await observer.lock.stats({ storeKey: storeKey(prefix, "lock", "l") });
       expect({ used: s.used, waiting: s.waiting }).toEqual({ used: 0, waiting: 0 });
       expect(l.held).toBe(false);
-      expect((await observer.lock.inspect({ storeKey: `{${prefix}:l}` })).waiters).toEqual([]);
-      expect((await observer.semaphore.inspect({ storeKey: `{${prefix}:s}` })).waiters).toEqual([]);
+      expect((await observer.lock.inspect({ storeKey: storeKey(prefix, "lock", "l") })).waiters).toEqual([]);
+      expect((await observer.semaphore.inspect({ storeKey: storeKey(prefix, "semaphore", "s") })).waiters).toEqual([]);
       for (const o of outcomes) {
         if (!o.ok && !(o.e instanceof ShutdownError) && !/NotAcquired/.test((o.e as Error).name)) {
           // run with a never-settling body: lost with ShutdownError cause
@@ -73,12 +74,12 @@ describe.each(stores())("close() racing acquisitions ($name)", ({ make }) => {
     await a.close({ graceMs: 0 });
     const got = await waiting;
     expect(got).not.toBeNull();
-    expect((await observer.semaphore.stats({ storeKey: `{${prefix}:x}` })).used).toBe(2);
+    expect((await observer.semaphore.stats({ storeKey: storeKey(prefix, "semaphore", "x") })).used).toBe(2);
     expect(await held?.release()).toBe(false);
     expect(await got?.release()).toBe(true);
     await b.close();
     await a.close();
-    expect((await observer.semaphore.stats({ storeKey: `{${prefix}:x}` })).used).toBe(0);
+    expect((await observer.semaphore.stats({ storeKey: storeKey(prefix, "semaphore", "x") })).used).toBe(0);
   });
 
   it("a lease released by its holder while close() takes it back: released once, close resolves", async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { lock, memoryStore, redisStore, semaphore } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
 import type { Store } from "../../src/store/index.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 
@@ -34,7 +35,7 @@ describe.each(STORES)("odd tenants and owners ($name)", ({ make }) => {
       ].sort((x, y) => x.tenant.localeCompare(y.tenant)),
     );
     // released through the store directly, as the CLI does
-    expect(await store.semaphore.release({ storeKey: `{${prefix}:k}`, token: a?.token as string })).toBe(true);
+    expect(await store.semaphore.release({ storeKey: storeKey(prefix, "semaphore", "k"), token: a?.token as string })).toBe(true);
     expect(await slots.stats("k", { tenant })).toMatchObject({ used: 0 });
     expect(await slots.stats("k")).toMatchObject({ used: 2, tenants: 1 });
     const again = await slots.acquire("k", { tenant, weight: 2 });

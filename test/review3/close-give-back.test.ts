@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { lock, memoryStore, redisStore, ShutdownError, semaphore } from "../../src/index.js";
+import { storeKey as keyOf } from "../../src/store/contract/keys.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 import { eventually } from "../support/stores.js";
 
@@ -20,7 +21,7 @@ describe("redisStore close() racing a call in flight", () => {
     const lease = await pending;
     expect(lease).not.toBeNull();
     expect(await lease?.release()).toBe(true);
-    expect(await observer.semaphore.stats({ storeKey: `{${prefix}:k}` })).toMatchObject({ used: 0, holders: 0 });
+    expect(await observer.semaphore.stats({ storeKey: keyOf(prefix, "semaphore", "k") })).toMatchObject({ used: 0, holders: 0 });
     await slots.close({ graceMs: 0 });
   });
 
@@ -34,7 +35,7 @@ describe("redisStore close() racing a call in flight", () => {
     const lease = await pending;
     expect(lease).not.toBeNull();
     expect(await lease?.release()).toBe(true);
-    expect(await observer.lock.stats({ storeKey: `{${prefix}:l}` })).toMatchObject({ held: false });
+    expect(await observer.lock.stats({ storeKey: keyOf(prefix, "lock", "l") })).toMatchObject({ held: false });
   });
 
   it("a lease still held when its semaphore closes after the store: its permit comes back", async () => {
@@ -46,7 +47,7 @@ describe("redisStore close() racing a call in flight", () => {
     expect(lease).not.toBeNull();
     await store.close();
     await slots.close({ graceMs: 0 });
-    expect(await observer.semaphore.stats({ storeKey: `{${prefix}:k}` })).toMatchObject({ used: 0, holders: 0 });
+    expect(await observer.semaphore.stats({ storeKey: keyOf(prefix, "semaphore", "k") })).toMatchObject({ used: 0, holders: 0 });
   });
 });
 
@@ -60,7 +61,7 @@ describe("redisStore close() with a waiter queued", () => {
     const store = redisStore(newRedis());
     const observer = redisStore(newRedis());
     const prefix = uniquePrefix("r3closew");
-    const storeKey = `{${prefix}:k}`;
+    const storeKey = keyOf(prefix, "semaphore", "k");
     const slots = semaphore({ client: store, limit: 1, prefix });
     const holder = await slots.acquire("k", { leaseMs: 60_000 });
     expect(holder).not.toBeNull();

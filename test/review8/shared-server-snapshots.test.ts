@@ -18,7 +18,7 @@ describe("review8: two stores on one server, sampled by the server", () => {
     const prefix = uniquePrefix();
     const slots = clients.slice(0, 2).map((client) => semaphore(client, { limit: LIMIT, prefix }));
     const raw = redisStore(clients[2] as (typeof clients)[number]);
-    const key = storeKey(prefix, "k");
+    const key = storeKey(prefix, "semaphore", "k");
     let seed = Number(process.env.REVIEW8_SEED ?? 4242);
     const rand = (n: number) => {
       seed = (seed * 1103515245 + 12345) % 2147483648;

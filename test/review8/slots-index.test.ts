@@ -17,7 +17,7 @@ describe("review8: the embedded store's holder slots, past the index", () => {
     let now = 1_000_000;
     const store = createMemoryStore({}, { ...processClock, now: () => now });
     const slots = semaphore(store, { limit: LIMIT, prefix: "p" });
-    const key = storeKey("p", "k");
+    const key = storeKey("p", "semaphore", "k");
     const contract = (token: string) => ({ storeKey: key, token, limit: LIMIT, weight: 1, leaseMs: 10_000 });
     const leases: Lease[] = [];
     for (let i = 0; i < 36; i++) leases.push((await slots.acquire("k", { leaseMs: 60_000 })) as Lease);
@@ -48,7 +48,11 @@ describe("review8: the embedded store's holder slots, past the index", () => {
     const other = (await slots.acquire("other")) as Lease;
     expect(await store.semaphore.release({ storeKey: key, token: other.token, weight: 1 })).toBe(false);
     expect(
-      await store.semaphore.release({ storeKey: storeKey("p", "other"), token: leases[0]?.token as string, weight: 1 }),
+      await store.semaphore.release({
+        storeKey: storeKey("p", "semaphore", "other"),
+        token: leases[0]?.token as string,
+        weight: 1,
+      }),
     ).toBe(false);
     const live = 46 - 12 - 4 - 5;
     expect((await store.semaphore.stats({ storeKey: key })).used).toBe(live);

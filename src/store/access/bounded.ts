@@ -193,7 +193,7 @@ const ignore = (): void => {};
 export interface AcquireCalls {
   readonly subject: Subject;
   readonly kind: "semaphore" | "lock";
-  /** The store key (`{prefix:id}`). */
+  /** The store key (`{prefix:kind:id}`). */
   readonly storeKey: string;
   take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply>;
   /** Leave the queue and return anything held. */

@@ -3,12 +3,14 @@
 
 /**
  * A call about one id: `storeKey` is the base key the primitive derives from
- * its prefix and id (`{prefix:id}`); a store may derive companion keys from it.
+ * its prefix, its kind and the id (`{prefix:kind:id}`); a store may derive companion keys from
+ * it. A lock's and a semaphore's store keys never coincide, so a store may key its state and its
+ * grant announcements (`watch`) by `storeKey` alone.
  * (The id alone is what leases and errors call `key`.)
  *
  * @example
  * ```ts
- * const holders = await store.semaphore.count({ storeKey: "{semaphore:openai}" });
+ * const holders = await store.semaphore.count({ storeKey: "{semaphore:semaphore:openai}" });
  * ```
  */
 export interface KeyCall {
@@ -20,7 +22,7 @@ export interface KeyCall {
  *
  * @example
  * ```ts
- * await store.lock.leave({ storeKey: "{lock:invoice-42}", token });
+ * await store.lock.leave({ storeKey: "{lock:lock:invoice-42}", token });
  * ```
  */
 export interface TokenCall extends KeyCall {
@@ -34,7 +36,7 @@ export interface TokenCall extends KeyCall {
  *
  * @example
  * ```ts
- * const reply = await store.semaphore.acquire({ storeKey: "{semaphore:openai}", token, limit: 20, weight: 1, leaseMs: 30_000 });
+ * const reply = await store.semaphore.acquire({ storeKey: "{semaphore:semaphore:openai}", token, limit: 20, weight: 1, leaseMs: 30_000 });
  * ```
  */
 export interface SemaphoreAcquireCall extends TokenCall {
@@ -50,7 +52,7 @@ export interface SemaphoreAcquireCall extends TokenCall {
  *
  * @example
  * ```ts
- * const reply = await store.lock.acquire({ storeKey: "{lock:invoice-42}", token, leaseMs: 10_000 });
+ * const reply = await store.lock.acquire({ storeKey: "{lock:lock:invoice-42}", token, leaseMs: 10_000 });
  * ```
  */
 export interface LockAcquireCall extends TokenCall {
@@ -63,7 +65,7 @@ export interface LockAcquireCall extends TokenCall {
  *
  * @example
  * ```ts
- * const ours = await store.lock.extend({ storeKey: "{lock:invoice-42}", token, leaseMs: 10_000 });
+ * const ours = await store.lock.extend({ storeKey: "{lock:lock:invoice-42}", token, leaseMs: 10_000 });
  * ```
  */
 export interface LockExtendCall extends TokenCall {
@@ -76,7 +78,7 @@ export interface LockExtendCall extends TokenCall {
  *
  * @example
  * ```ts
- * const ours = await store.semaphore.extend({ storeKey: "{semaphore:openai}", token, leaseMs: 30_000, weight: 1 });
+ * const ours = await store.semaphore.extend({ storeKey: "{semaphore:semaphore:openai}", token, leaseMs: 30_000, weight: 1 });
  * ```
  */
 export interface SemaphoreExtendCall extends LockExtendCall {
@@ -89,7 +91,7 @@ export interface SemaphoreExtendCall extends LockExtendCall {
  *
  * @example
  * ```ts
- * const wasOurs = await store.lock.release({ storeKey: "{lock:invoice-42}", token, heldMs: 120 });
+ * const wasOurs = await store.lock.release({ storeKey: "{lock:lock:invoice-42}", token, heldMs: 120 });
  * ```
  */
 export interface LockReleaseCall extends TokenCall {
@@ -102,7 +104,7 @@ export interface LockReleaseCall extends TokenCall {
  *
  * @example
  * ```ts
- * const wasOurs = await store.semaphore.release({ storeKey: "{semaphore:openai}", token, weight: 1, heldMs: 120 });
+ * const wasOurs = await store.semaphore.release({ storeKey: "{semaphore:semaphore:openai}", token, weight: 1, heldMs: 120 });
  * ```
  */
 export interface SemaphoreReleaseCall extends LockReleaseCall {
@@ -114,7 +116,7 @@ export interface SemaphoreReleaseCall extends LockReleaseCall {
  *
  * @example
  * ```ts
- * const { used, waiting } = await store.semaphore.stats({ storeKey: "{semaphore:openai}", tenant: "acme" });
+ * const { used, waiting } = await store.semaphore.stats({ storeKey: "{semaphore:semaphore:openai}", tenant: "acme" });
  * ```
  */
 export interface SemaphoreStatsCall extends KeyCall {
@@ -127,7 +129,7 @@ export interface SemaphoreStatsCall extends KeyCall {
  *
  * @example
  * ```ts
- * const { statuses } = await store.lock.refreshWaiters({ storeKey: "{lock:invoice-42}", tokens: [token], waiterLeaseMs: 5000 });
+ * const { statuses } = await store.lock.refreshWaiters({ storeKey: "{lock:lock:invoice-42}", tokens: [token], waiterLeaseMs: 5000 });
  * ```
  */
 export interface RefreshWaitersCall extends KeyCall {
@@ -140,7 +142,7 @@ export interface RefreshWaitersCall extends KeyCall {
  *
  * @example
  * ```ts
- * const stop = await store.watch({ storeKey: "{lock:invoice-42}", onGrant: (grant) => console.log(grant.tokens) });
+ * const stop = await store.watch({ storeKey: "{lock:lock:invoice-42}", onGrant: (grant) => console.log(grant.tokens) });
  * stop();
  * ```
  */

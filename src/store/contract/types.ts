@@ -88,8 +88,8 @@ export interface WaiterRefresh {
  *
  * @example
  * ```ts
- * const reply = await store.semaphore.acquire({ storeKey: "{semaphore:openai}", token, limit: 20, weight: 1, leaseMs: 30_000 });
- * if (reply.acquired) await store.semaphore.release({ storeKey: "{semaphore:openai}", token, weight: 1 });
+ * const reply = await store.semaphore.acquire({ storeKey: "{semaphore:semaphore:openai}", token, limit: 20, weight: 1, leaseMs: 30_000 });
+ * if (reply.acquired) await store.semaphore.release({ storeKey: "{semaphore:semaphore:openai}", token, weight: 1 });
  * ```
  */
 export interface SemaphoreOperations {
@@ -143,8 +143,8 @@ export interface SemaphoreOperations {
  *
  * @example
  * ```ts
- * const reply = await store.lock.acquire({ storeKey: "{lock:invoice-42}", token, leaseMs: 10_000 });
- * if (reply.acquired) await store.lock.release({ storeKey: "{lock:invoice-42}", token });
+ * const reply = await store.lock.acquire({ storeKey: "{lock:lock:invoice-42}", token, leaseMs: 10_000 });
+ * if (reply.acquired) await store.lock.release({ storeKey: "{lock:lock:invoice-42}", token });
  * ```
  */
 export interface LockOperations {
@@ -171,7 +171,7 @@ export interface LockOperations {
  * Where leases live. `memoryStore()` and `redisStore()` implement it; anything
  * that passes the conformance suite in `test/conformance/` may (see "A store
  * of your own" in docs/clients.md). Each call takes one object; `key` is the
- * base key the primitive derives from its prefix and id (`{prefix:id}`).
+ * base key the primitive derives from its prefix, its kind and the id (`{prefix:kind:id}`).
  *
  * The store never decides policy (retries, renewal, loss, how long to wait):
  * that is the engine's job, so both stores share it. It keeps the waiting
@@ -180,7 +180,7 @@ export interface LockOperations {
  * @example
  * ```ts
  * const store: Store = memoryStore();
- * const reply = await store.lock.acquire({ storeKey: "{lock:nightly}", token: "t1", leaseMs: 60_000 });
+ * const reply = await store.lock.acquire({ storeKey: "{lock:lock:nightly}", token: "t1", leaseMs: 60_000 });
  * await store.close?.();
  * ```
  */

@@ -2,7 +2,7 @@ import { StorePermissionError } from "../../errors/index.js";
 
 const FIX = 'docs/operations.md ("Least privilege") gives the whole ACL leasehold needs';
 
-/** The ACL patterns that cover a store key `{<prefix>:<id>}...`: keys and channels. */
+/** The ACL patterns that cover a store key `{<prefix>:<kind>:<id>}...`: keys and channels. */
 function patternsOf(key: string | undefined): { keys: string; channels: string } {
   const prefix = key?.match(/^\{([^:}]*):/)?.[1];
   const base = prefix === undefined ? "{<prefix>:*" : `{${prefix}:*`;
