@@ -52,6 +52,8 @@ export class LeaseHandle implements Lease {
   #released = false;
   /** The latest renewal, until it is answered (see `#extend`). */
   #extending: Promise<boolean> | undefined;
+  /** Given back before any holder had it (see `giveBackUnheld`). */
+  #unheld = false;
   /** The holder's release, in flight or answered; undefined again if the store did not answer it. */
   #releasing: Promise<boolean> | undefined;
   /**
@@ -184,6 +186,16 @@ export class LeaseHandle implements Lease {
   }
 
   /**
+   * Gives back a lease no holder was ever handed (its call was refused as the lease arrived: its
+   * factory is closing). A "not ours" answer then says only that it lapsed on its way: nobody lost
+   * anything, so nothing is reported lost.
+   */
+  giveBackUnheld(): Promise<boolean> {
+    this.#unheld = true;
+    return this.release();
+  }
+
+  /**
    * `release()` as `run`'s keeper makes it: the answer itself when the store
    * gives it at once (the embedded store), else its promise. `at`: the
    * keeper's clock reading of this turn, if it has one.
@@ -263,7 +275,7 @@ export class LeaseHandle implements Lease {
         weight,
       } satisfies ReleasedEvent);
     }
-    if (!ours) this.lose();
+    if (!ours && !this.#unheld) this.lose();
     return ours;
   }
 

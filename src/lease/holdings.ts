@@ -121,7 +121,8 @@ export class Holdings implements LeaseOwner {
     lease.owner = this;
     this.#track(lease);
     if (this.#closing !== undefined) {
-      this.#giveBack(lease);
+      const forget = (): void => this.released(lease);
+      lease.giveBackUnheld().then(forget, forget);
       throw new ShutdownError(this.kind, lease.key);
     }
     if (this.#size >= this.#sweepAt) this.#sweep();

@@ -16,7 +16,7 @@ import {
 import { storeKey } from "../../src/store/contract/keys.js";
 import type { Store } from "../../src/store/index.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
-import { eventually, gate, type StoreUnderTest, storesUnderTest } from "../support/stores.js";
+import { eventually, gate, mapCalls, type StoreUnderTest, storesUnderTest } from "../support/stores.js";
 
 /** Where another process would look: the same embedded store, or a Redis store over a connection of its own. */
 function observerOf(subject: StoreUnderTest, store: Store): Store {
@@ -253,6 +253,42 @@ describe.each(storesUnderTest)("close() on the $name store", (subject) => {
       // The embedded store answers in the same turn: those leases were held, and have been released.
       if (outcome.status === "rejected") expect(outcome.reason).toBeInstanceOf(ShutdownError);
       else if (outcome.value !== "ran") expect((outcome.value as SemaphoreLease).signal.aborted).toBe(true);
+    }
+  });
+
+  it("an acquisition answered after close() began and after its lease ended is taken back without a loss reported: nobody held it", async () => {
+    // Issue #27 (a case of test/model/engine.test.ts): no lost event, and no loss metric, for a
+    // lease no holder was ever handed, even when its release answers "not ours".
+    const late = mapCalls(subject.make(), (name, real) =>
+      name.endsWith(".acquire")
+        ? (call: never) =>
+            Promise.resolve(real(call)).then((answer) => new Promise((resolve) => setTimeout(() => resolve(answer), 150)))
+        : real,
+    );
+    const prefix = uniquePrefix();
+    const slots = semaphore({ client: late, limit: 1, prefix });
+    const locks = lock({ client: late, prefix });
+    const ids = [`late-${prefix}`, `late-lock-${prefix}`];
+    const lost: LostEvent[] = [];
+    const onLost = (event: unknown) => lost.push(event as LostEvent);
+    subscribe(CHANNELS.lost, onLost);
+    try {
+      // Granted by the store at once; the answer comes back 150 ms later, its 50 ms lease over. A
+      // call with a signal of its own (not the factory's, which close() aborts) is refused as its lease arrives.
+      const { signal } = new AbortController();
+      const taking = [
+        slots.acquire(ids[0] as string, { leaseMs: 50, signal }),
+        locks.acquire(ids[1] as string, { ttlMs: 50, signal }),
+      ];
+      const settled = Promise.allSettled(taking);
+      await Promise.all([slots.close(), locks.close()]);
+      for (const outcome of await settled) {
+        expect(outcome.status).toBe("rejected");
+        expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(ShutdownError);
+      }
+      expect(lost.filter((event) => ids.includes(event.id))).toEqual([]);
+    } finally {
+      unsubscribe(CHANNELS.lost, onLost);
     }
   });
 
