@@ -185,6 +185,49 @@ describe("calls of one lease reach the store in the order they were made", () =>
     await store.close();
   });
 
+  it("a renewal a store answers only after the lease's release (a store that reorders) is not a loss", async () => {
+    const { store } = await counted();
+    // The first renewal is held back until the release has been answered; the second goes at once.
+    let renewals = 0;
+    let released: () => void = () => {};
+    const releaseAnswered = new Promise<void>((resolve) => {
+      released = resolve;
+    });
+    const late: typeof store = {
+      ...store,
+      semaphore: {
+        ...store.semaphore,
+        release: (call) =>
+          store.semaphore.release(call).then((answer) => {
+            released();
+            return answer;
+          }),
+        extend: (call) =>
+          ++renewals === 1 ? releaseAnswered.then(() => store.semaphore.extend(call)) : store.semaphore.extend(call),
+      },
+    };
+    const slots = semaphore({ client: late, limit: 3, prefix: uniquePrefix() });
+    const lease = await slots.acquire("k");
+    if (lease === null) throw new Error("expected a lease");
+    const lost: unknown[] = [];
+    const listener = (event: unknown) => lost.push(event);
+    subscribe(CHANNELS.lost, listener);
+    try {
+      const first = lease.extend();
+      const second = lease.extend();
+      const answer = lease.release();
+      expect(await second).toBe(true);
+      expect(await answer).toBe(true);
+      expect(await first).toBe(false);
+      expect(lease.signal.aborted).toBe(false);
+    } finally {
+      unsubscribe(CHANNELS.lost, listener);
+    }
+    expect(lost).toEqual([]);
+    await slots.close();
+    await store.close();
+  });
+
   it("after SCRIPT FLUSH (a failover, a restart), a renewal sent again as EVAL still reaches the server before the release", async () => {
     const { redis, store } = await counted();
     const slots = semaphore({ client: store, limit: 3, prefix: uniquePrefix() });

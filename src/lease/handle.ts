@@ -50,6 +50,8 @@ export class LeaseHandle implements Lease {
   /** When the lease was had (its acquire's send time, or the hand-off), for the released event and the id's typical hold. */
   readonly heldSince: number;
   #released = false;
+  /** A renewal answered "not ours" after the holder's release was made (see `#sendExtend`). */
+  #notOurs = false;
   /** The latest renewal, until it is answered (see `#extend`). */
   #extending: Promise<boolean> | undefined;
   /** Given back before any holder had it (see `giveBackUnheld`). */
@@ -159,6 +161,10 @@ export class LeaseHandle implements Lease {
       this.#moveDeadline(sentAt + ms - CLOCK_GRAIN_MS);
       this.#confirmation?.end();
       this.#confirmation = undefined;
+    } else if (this.#released) {
+      // Answered once the holder had given it back (a store that reorders one lease's calls): the
+      // release's own answer says whether it was lost; if the store leaves that unanswered, this stands.
+      this.#notOurs = true;
     } else this.lose();
     return ours;
   }
@@ -243,10 +249,12 @@ export class LeaseHandle implements Lease {
         this.#call.subject,
       );
     } catch (error) {
-      // The store did not answer: the lease may still be held, so a retry must be possible.
+      // The store did not answer: the lease may still be held, so a retry must be possible; unless a
+      // renewal has already been answered "not ours".
       this.#released = false;
       this.#releasing = undefined;
-      this.#confirmation?.schedule();
+      if (this.#notOurs) this.lose();
+      else this.#confirmation?.schedule();
       throw error;
     }
     return this.#answered(ours);
