@@ -144,7 +144,9 @@ export class Admission<Req, OnRejected = never> {
     exchange.admittedAt = performance.now();
     if (lease.waitedMs > 0 && config.queues) this.#estimate.waited(lease.waitedMs);
     let outcome: Admitted = "abandoned";
-    if (!exchange.gone) {
+    // A request ended while it waited (a timeout before the guard failed it, its client left) runs
+    // nothing: its permit goes straight back.
+    if (!exchange.over) {
       const hook = config.onLeaseLost;
       outcome = exchange.bind(lease, hook === undefined ? undefined : (error: LeaseLostError) => hook(error, request));
     }

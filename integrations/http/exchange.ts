@@ -130,6 +130,14 @@ export class Exchange {
     return this.#clientGone !== undefined;
   }
 
+  /**
+   * True once the request is over for leasehold (answered, failed, its client gone, or its lease
+   * lost): a grant that comes now must not start its handler.
+   */
+  get over(): boolean {
+    return this.#done || this.gone;
+  }
+
   /** Why the client's side ended early, if it did. */
   get clientGoneReason(): ClientAbortedError | undefined {
     return this.#clientGone;
