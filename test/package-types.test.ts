@@ -3,7 +3,7 @@
 // defect 9), node16 from CommonJS and from ESM, and a bundler. Each consumer imports every entry
 // point and uses it, against a copy of the package built as `npm run build` builds it.
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import ts from "typescript";
@@ -14,6 +14,7 @@ const root = resolve(import.meta.dirname, "..");
 /** Imports every entry point and uses something of each, so a type that failed to resolve is an error. */
 const CONSUMER = `
 import { lock, memoryStore, semaphore, type SemaphoreLease } from "leasehold";
+import { type Store, redisStore } from "leasehold/store";
 import { semaphore as expressSemaphore } from "leasehold/express";
 import { semaphore as honoSemaphore } from "leasehold/hono";
 import { LeaseholdModule } from "leasehold/nestjs";
@@ -27,7 +28,8 @@ const middleware: { close(): Promise<void> } = expressSemaphore("api", 2);
 const hono: { close(): Promise<void> } = honoSemaphore("api", 2);
 const module: unknown = LeaseholdModule.forRoot({});
 const stops: (() => void)[] = [instrument(), collectMetrics()];
-export const used = [held, locks, middleware, hono, module, stops];
+const store: Store = memoryStore();
+export const used = [held, locks, middleware, hono, module, stops, store, redisStore];
 `;
 
 /** The consumers: a file name (its extension picks CommonJS or ESM under node16) and the compiler options. */
@@ -60,6 +62,21 @@ beforeAll(() => {
 
 afterAll(() => {
   if (consumers !== undefined) rmSync(consumers, { recursive: true, force: true });
+});
+
+describe("the package's entry points", () => {
+  it("each subpath of exports has its typesVersions twin, pointing at the same CommonJS types", async () => {
+    const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+      exports: Record<string, { require?: { types?: string } } | string>;
+      typesVersions: { "*": Record<string, string[]> };
+    };
+    const subpaths = Object.entries(manifest.exports).filter(([name]) => name !== "." && name !== "./package.json");
+    expect(subpaths.length).toBeGreaterThan(0);
+    for (const [name, target] of subpaths) {
+      const types = typeof target === "string" ? undefined : target.require?.types;
+      expect(manifest.typesVersions["*"][name.slice(2)], name).toEqual([types]);
+    }
+  });
 });
 
 // Each program reads the peers' and Node's types afresh: seconds each on a busy machine.

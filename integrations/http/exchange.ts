@@ -98,6 +98,7 @@ export class Exchange {
   // and an AbortController per request is a measurable share of the overhead.
   #client: AbortController | undefined;
   #clientGone: ClientAbortedError | undefined;
+  #failedWith: Error | undefined;
   // The handler's view and its lease, not closures over them: a closure stored here made V8
   // promote every request's objects out of the young generation in a server with a large heap.
   #view: LeaseView | undefined;
@@ -136,6 +137,11 @@ export class Exchange {
    */
   get over(): boolean {
     return this.#done || this.gone;
+  }
+
+  /** The error that failed the request (see `failed`), if one did. */
+  get failedWith(): Error | undefined {
+    return this.#failedWith;
   }
 
   /** Why the client's side ended early, if it did. */
@@ -191,7 +197,13 @@ export class Exchange {
    * closing afterwards (Express's final handler destroys the socket of a response already started) is
    * not a client leaving: nothing is reported lost. Idempotent.
    */
-  failed(): void {
+  failed(error?: unknown): void {
+    // Whoever failed the request, a handler still working is told: Express cannot say whether the
+    // error came from the handler or from a middleware that failed the request around it (a timeout).
+    if (this.#failedWith === undefined && !this.#done) {
+      this.#failedWith = error instanceof Error ? error : new Error(String(error));
+      if (this.#view !== undefined) abortView(this.#view, this.#failedWith);
+    }
     this.#work = "ended";
     this.#responded = true;
     this.#settle();
@@ -306,13 +318,15 @@ export class LeaseView implements Lease {
   }
 
   /**
-   * Aborts on a lost lease, a departed client, or a shutdown (the middleware's
-   * `close()`), whichever comes first. Made on first use.
+   * Aborts on a lost lease, a departed client, a shutdown (the middleware's
+   * `close()`), or the request failing (Express: an error on its way to the
+   * app's error handling), whichever comes first. Made on first use.
    */
   get signal(): AbortSignal {
     if (this.#combined === undefined) {
       this.#combined = new AbortController();
-      const reason = this.#lease.lost ?? this.#lease.interrupted ?? this.#exchange.clientGoneReason;
+      const exchange = this.#exchange;
+      const reason = this.#lease.lost ?? this.#lease.interrupted ?? exchange.clientGoneReason ?? exchange.failedWith;
       if (reason !== undefined) {
         this.#exchange.signalAborted(reason);
         this.#combined.abort(reason);

@@ -182,7 +182,7 @@ export function handlerFailed(res: ServerResponse, error: unknown): boolean {
   const innermost = (res as Reporting)[EXCHANGE];
   if (innermost === undefined) return false;
   for (let exchange: Exchange | undefined = innermost; exchange !== undefined; exchange = exchange.outer) {
-    exchange.failed();
+    exchange.failed(error);
   }
   const answer = abortRejection(error, innermost.id, innermost.limit);
   if (answer === undefined) return false;

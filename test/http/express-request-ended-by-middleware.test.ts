@@ -1,7 +1,8 @@
-// A request that waits in the queue and is ended before its turn (Express: a middleware before the
-// guard, such as a request timeout, calls next(err)) must never run its handler: its permit, when
-// granted, goes straight back. Found while fixing issue #27, defect 7 (Admission ran the handler of
-// an ended request once its grant came, without a permit held for it).
+// A middleware before the guard, such as a request timeout, ends a request by calling next(err)
+// (issue #27, defect 7 and what fixing it found). A request it ends while queued never runs its
+// handler: its permit, when granted, goes straight back. A request it ends while the handler works
+// gives its permit back with the response, as every finished response does (Express cannot see the
+// handler's end), so the handler is told at once through lease.signal, with the error that ended it.
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { createServer } from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
@@ -13,7 +14,7 @@ import { eventually, spyStore } from "../support/stores.js";
 import { bothStores } from "./frameworks.js";
 import { getOnce, listen, type RunningApp } from "./harness.js";
 
-describe.each(bothStores)("Express, a queued request ended before its turn, on the $name store", ({ make }) => {
+describe.each(bothStores)("Express, a request a middleware before the guard ends, on the $name store", ({ make }) => {
   let app: RunningApp | undefined;
   let released: ReleasedEvent[] = [];
   const onReleased = (event: unknown) => {
@@ -66,5 +67,33 @@ describe.each(bothStores)("Express, a queued request ended before its turn, on t
     expect(entered).toEqual(["first"]);
     expect(await semaphore({ client: store, limit: 1, prefix }).count("slow")).toBe(0);
     expect(calls.semaphoreRelease).toBeGreaterThanOrEqual(1);
+  });
+
+  it("while its handler works: the handler's signal aborts with the middleware's error, and the permit comes back", async () => {
+    const prefix = uniquePrefix("ended-at-work");
+    const store = make();
+    const guarded = expressSemaphore("slow", 1, { client: store, prefix });
+    const timedOut = new Error("request timed out");
+    const told: unknown[] = [];
+    const server = express();
+    server.use((_req: Request, _res: Response, next: NextFunction) => {
+      setTimeout(() => next(timedOut), 100);
+      next();
+    });
+    server.get("/work", guarded, async (req) => {
+      const signal = req.lease!.signal;
+      await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+      // Told, it stops: the answer is Express's.
+      told.push(signal.reason);
+    });
+    // The error goes on to Express's own answer, past the app's error handling, where the guard sees it.
+    server.use((error: unknown, _req: Request, _res: Response, next: NextFunction) => next(error));
+    app = await listen(createServer(server));
+
+    const answer = await getOnce(`${app.url}/work`).answer;
+    expect(answer.status).toBe(500);
+    await eventually(() => told.length === 1 && released.length === 1);
+    expect(told).toEqual([timedOut]);
+    expect(await semaphore({ client: store, limit: 1, prefix }).count("slow")).toBe(0);
   });
 });
