@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { PGlite } from "@electric-sql/pglite";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { eventually } from "../support/stores.js";
-import { leaksAfter, ownRedis, stopAll } from "./harness.js";
+import { leaksAfter, ownRedis, STARTING_MS, stopAll } from "./harness.js";
 import { type LoadProcess, startLoad } from "./history.js";
 import { report } from "./report.js";
 
@@ -112,7 +112,7 @@ async function run(fenced: boolean, prefix: string) {
   const env = { REDIS_URL: server.url, PREFIX: prefix, DB_URL: url, TTL_MS, DURATION_MS: 14_000 };
   const writers: LoadProcess[] = [0, 1, 2].map(() => startLoad(env, "test/faults/fence-worker.ts"));
   const events = (w: LoadProcess) => w.events as unknown as { e: string; tok?: string; fence?: number; accepted?: boolean }[];
-  await eventually(() => ledger.attempts.length >= 5, 20_000);
+  await eventually(() => ledger.attempts.length >= 5, STARTING_MS);
 
   const stale: { fence: number; accepted: boolean }[] = [];
   for (let stop = 0; stop < STOPS; stop++) {

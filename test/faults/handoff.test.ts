@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { eventually } from "../support/stores.js";
-import { hrnow, ownRedis, sleep, startLoads, stopAll, verdictOf } from "./harness.js";
+import { hrnow, ownRedis, STARTING_MS, sleep, startLoads, stopAll, verdictOf } from "./harness.js";
 import { FaultProxy } from "./proxy.js";
 
 const proxies: FaultProxy[] = [];
@@ -32,7 +32,7 @@ describe("16. the hand-off of a freed permit to a waiter, under faults", () => {
     ];
     const [behindProxy, frozen] = [loads[0]!, loads[2]!];
     const entered = () => loads.flatMap((load) => load.events).filter((e) => e.e === "enter").length;
-    await eventually(() => entered() >= 30, 20_000);
+    await eventually(() => entered() >= 30, STARTING_MS);
 
     // A waiting process frozen for longer than its waiter lease: its places and grants lapse meanwhile.
     frozen.child.kill("SIGSTOP");

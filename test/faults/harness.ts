@@ -105,5 +105,12 @@ export async function verdictOf(
   return { verdict, leaks };
 }
 
+/**
+ * How long a scenario waits for its load processes to start work: each compiles the sources
+ * with tsx on its way up, which takes seconds on a quiet machine and tens of them on a busy one.
+ * Only a wait: a scenario's figures are taken from the processes' own histories.
+ */
+export const STARTING_MS = 90_000;
+
 export const hrnow = (): bigint => process.hrtime.bigint();
 export const msBetween = (a: bigint, b: bigint): number => Number(b - a) / 1e6;

@@ -4,7 +4,7 @@ import { semaphore } from "../../src/index.js";
 import { startRedisServer } from "../support/redis-server.js";
 import { eventually } from "../support/stores.js";
 import { FAULT_CLIENTS, through } from "./clients.js";
-import { hrnow, msBetween, ownRedis, servers, sleep, startLoads, stopAll, verdictOf } from "./harness.js";
+import { hrnow, msBetween, ownRedis, STARTING_MS, servers, sleep, startLoads, stopAll, verdictOf } from "./harness.js";
 import { startLoad } from "./history.js";
 import { report } from "./report.js";
 
@@ -43,7 +43,7 @@ describe("history checker under load and process faults", () => {
       holdMin: 60_000,
       holdMax: 60_000,
     });
-    await eventually(() => doomed!.events.filter((e) => e.e === "enter").length === 5, 20_000);
+    await eventually(() => doomed!.events.filter((e) => e.e === "enter").length === 5, STARTING_MS);
     const client = new Redis(server.url);
     const slots = semaphore(client, { prefix: settings.prefix, limit: 5 });
     await sleep(leaseMs); // several renewals happen: the leases are alive and renewed
@@ -82,7 +82,7 @@ describe("history checker under load and process faults", () => {
       holdMin: 4000,
       holdMax: 4000,
     });
-    await eventually(() => stopped!.events.some((e) => e.e === "enter"), 20_000);
+    await eventually(() => stopped!.events.some((e) => e.e === "enter"), STARTING_MS);
     stopped!.child.kill("SIGSTOP");
     const client = new Redis(server.url);
     const slots = semaphore(client, { prefix: settings.prefix, limit: 1 });
@@ -161,7 +161,7 @@ describe("history checker under load and process faults", () => {
         extraEnv: () => ({ CLIENT: client }),
       });
       // Restart only once the workers hold leases (starting them takes a while on a busy machine).
-      await eventually(() => loads.flatMap((load) => load.events).filter((e) => e.e === "enter").length >= 10, 20_000);
+      await eventually(() => loads.flatMap((load) => load.events).filter((e) => e.e === "enter").length >= 10, STARTING_MS);
       await sleep(300);
       await server.stop();
       servers.splice(servers.indexOf(server), 1);
@@ -227,7 +227,7 @@ describe("history checker under load and process faults", () => {
       holdMin: 5000,
       holdMax: 5000,
     });
-    await eventually(() => loads[0]!.events.filter((e) => e.e === "enter").length === 5, 20_000);
+    await eventually(() => loads[0]!.events.filter((e) => e.e === "enter").length === 5, STARTING_MS);
     const admin = new Redis(server.url);
     const faultAt = hrnow();
     inject(admin).catch(() => {});
@@ -264,7 +264,7 @@ describe("history checker under load and process faults", () => {
       extraEnv: () => ({ LIMITS: "4,6,8", WEIGHT_MAX: 3, WAIT_MS: 1500, WAITER_LEASE_MS: 900 }),
     });
     // One process dies with leases held and waiters queued: its grants and places must lapse, not block or leak.
-    await eventually(() => (loads[0]?.events.filter((e) => e.e === "enter").length ?? 0) > 20, 20_000);
+    await eventually(() => (loads[0]?.events.filter((e) => e.e === "enter").length ?? 0) > 20, STARTING_MS);
     loads[0]!.killedAt = hrnow();
     loads[0]!.child.kill("SIGKILL");
     await Promise.all(loads.map((load) => load.finished));
