@@ -3,7 +3,7 @@ import { afterAll, beforeAll } from "vitest";
 import { semaphore } from "../../src/index.js";
 import { type RedisServer, startRedisServer } from "../support/redis-server.js";
 import { eventually } from "../support/stores.js";
-import { check, type LoadProcess, startLoad, type Verdict } from "./history.js";
+import { check, type LoadProcess, startLoad, stopLoads, type Verdict } from "./history.js";
 import { report, rowFrom } from "./report.js";
 
 export const servers: RedisServer[] = [];
@@ -32,6 +32,7 @@ export function redisForFile(): { server: RedisServer; redis: Redis } {
 }
 
 export async function stopAll(): Promise<void> {
+  stopLoads();
   await Promise.all(servers.splice(0).map((server) => server.stop()));
 }
 

@@ -34,8 +34,23 @@ export function startLoad(env: Record<string, string | number>, worker = "test/f
     const { t, sent, ...raw } = JSON.parse(line) as Omit<HistoryEvent, "t" | "sent"> & { t: string; sent?: string };
     events.push({ ...raw, t: BigInt(t), ...(sent === undefined ? {} : { sent: BigInt(sent) }) });
   });
-  const finished = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  running.add(child);
+  const finished = new Promise<void>((resolve) =>
+    child.once("exit", () => {
+      running.delete(child);
+      resolve();
+    }),
+  );
   return { child, events, finished };
+}
+
+// Load processes still running: a scenario that failed leaves its processes retrying against a
+// server it stopped, and they would keep the test run from exiting.
+const running = new Set<ChildProcess>();
+
+/** Kills every load process still running (a scenario's clean-up). */
+export function stopLoads(): void {
+  for (const child of running) child.kill("SIGKILL");
 }
 
 /** The checker's verdict on one history. */
