@@ -151,6 +151,10 @@ export class AdapterMonitor {
     }
     seen.lost = error;
     if (seen.stolen) return;
+    // The message words the fix by the cause: an operator's release only when there was one.
+    if (/no longer this holder's/.test(error.message)) {
+      this.#violate(`${who}'s loss is told as the store's (an operator's release), but no operator freed it: ${error.message}`);
+    }
     const working = seen.units > 0;
     // Nobody reads a HEAD response's body: Hono tells a stream's callback as it would a client that left.
     if (working && (seen.clientLeft || this.#program.requests[this.#requests.indexOf(seen)]?.head === true)) return;

@@ -30,7 +30,8 @@
 //  2. A permit is never given back while its handler or stream callback still works, unless the
 //     handler released it itself or the loss was reported first (the released event is checked
 //     against the work in flight at that moment).
-//  3. No lease is reported lost without a cause the program injected: the operator's release; a
+//  3. No lease is reported lost without a cause the program injected, nor worded as an operator's
+//     release when there was none: the operator's release; a
 //     client that left (or a HEAD, whose body nobody reads) while its work went on past
 //     `disconnectGraceMs`; a shutdown while its work went on past the grace; and, behind a
 //     `timeout()`, a handler that timed out or failed (the guard cannot see its end: it keeps the
@@ -55,6 +56,9 @@
 //    read: its callback waited on its first write forever (test/http/hono-dropped-stream.test.ts).
 //  - NestJS: a `StreamableFile`'s producer worked on after its client left while the permit went
 //    back at the departure (test/http/nest-streamable-work.test.ts).
+//  - Hono: a loss behind a `timeout()` (the guard could not see the handler's end) was worded as an
+//    operator's release (test/http/hono-timeout.test.ts); the monitor checks that a loss is told as
+//    the store's only when an operator freed the lease.
 //
 // HOW IT WAS CHECKED against issue #27's adapter defects, each put back by hand on the fixed code (the
 // model passing there), 5 programs per form and store, three runs each:
