@@ -103,12 +103,16 @@ export class AdapterMonitor {
     this.#note(`#${req}'s client leaves`);
   }
 
-  /** An operator is about to free request `req`'s lease; false if it holds none to free. */
-  steal(req: number): string | undefined {
-    const seen = this.#requests[req] as Seen;
-    if (seen.token === undefined || seen.released > 0) return undefined;
+  /**
+   * An operator is about to free a lease: the `nth` (modulo their number) of those held now by a
+   * request whose handler has started; undefined when none is.
+   */
+  steal(nth: number): string | undefined {
+    const held = this.#requests.filter((seen) => seen.token !== undefined && seen.released === 0 && seen.lost === undefined);
+    const seen = held[nth % Math.max(held.length, 1)];
+    if (seen === undefined) return undefined;
     seen.stolen = true;
-    this.#note(`an operator frees #${req}'s lease`);
+    this.#note(`an operator frees #${this.#requests.indexOf(seen)}'s lease`);
     return seen.token;
   }
 

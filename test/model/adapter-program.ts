@@ -55,8 +55,8 @@ export interface Program {
   form: Form;
   limit: number;
   requests: RequestPlan[];
-  /** An operator frees the lease of request `req` (if it holds one then) at `at` ms, as `leasehold release` does. */
-  steal: { at: number; req: number } | undefined;
+  /** At `at` ms an operator frees one of the leases held then (the `nth`, modulo their number), as `leasehold release` does. */
+  steal: { at: number; nth: number } | undefined;
   /** The guard (Nest: the app) shuts down at `at` ms. */
   shutdown: { at: number } | undefined;
 }
@@ -84,14 +84,14 @@ export function programArbitrary(form: Form): fc.Arbitrary<Program> {
     .record({
       limit: fc.constantFrom(1, 2),
       requests: fc.array(requestArbitrary, { minLength: 2, maxLength: 7 }),
-      steal: fc.option(fc.record({ at: fc.integer({ min: 20, max: 400 }), req: fc.nat(6) }), { freq: 3 }),
+      steal: fc.option(fc.record({ at: fc.integer({ min: 20, max: 400 }), nth: fc.nat(6) }), { freq: 3 }),
       shutdown: fc.option(fc.record({ at: fc.integer({ min: 50, max: 600 }) }), { freq: 3 }),
     })
     .map(({ limit, requests, steal, shutdown }) => ({
       form,
       limit,
       requests,
-      steal: steal === null ? undefined : { at: steal.at, req: steal.req % requests.length },
+      steal: steal ?? undefined,
       shutdown: shutdown ?? undefined,
     }));
 }
@@ -115,7 +115,10 @@ export function describeProgram(program: Program): string {
     `form ${program.form}, limit ${program.limit}`,
     ...program.requests.map((plan, index) => `  ${describeRequest(plan, index)}`),
   ];
-  if (program.steal !== undefined) lines.push(`  an operator frees #${program.steal.req}'s lease at ${program.steal.at} ms`);
+  if (program.steal !== undefined)
+    lines.push(
+      `  at ${program.steal.at} ms an operator frees the lease held by the #${program.steal.nth} (modulo) of those holding one`,
+    );
   if (program.shutdown !== undefined) lines.push(`  shutdown at ${program.shutdown.at} ms`);
   return lines.join("\n");
 }

@@ -50,7 +50,7 @@ export class AdapterWorld {
     this.#app = await startApp({ program, monitor, store: this.#store, name: this.name });
     const timers: NodeJS.Timeout[] = [];
     const { steal, shutdown } = program;
-    if (steal !== undefined) timers.push(setTimeout(() => void this.#steal(steal.req), steal.at));
+    if (steal !== undefined) timers.push(setTimeout(() => void this.#steal(steal.nth), steal.at));
     let shut: Promise<void> | undefined;
     if (shutdown !== undefined) {
       timers.push(
@@ -86,8 +86,8 @@ export class AdapterWorld {
     await this.#app?.stop();
   }
 
-  async #steal(req: number): Promise<void> {
-    const token = this.monitor.steal(req);
+  async #steal(nth: number): Promise<void> {
+    const token = this.monitor.steal(nth);
     if (token === undefined) return;
     await this.#store.semaphore.release({ storeKey: storeKey("semaphore", "semaphore", this.name), token });
   }

@@ -17,8 +17,8 @@
 // propagate, as the docs recommend) or works on regardless; its own error thrown before the response
 // started or after the first chunk; an early `lease.release()` (at the start, or after its work)
 // and work after it; and a client that stays, leaves after some ms (before or during the answer),
-// or leaves at the first byte of the body. Around them: maybe an operator frees one request's lease
-// through the store (as `leasehold release` does), and maybe the guard shuts down (`close()` with a
+// or leaves at the first byte of the body. Around them: maybe an operator frees one of the leases
+// held at that moment through the store (as `leasehold release` does), and maybe the guard shuts down (`close()` with a
 // grace; Nest: the app closes) at a random point. Leases are long (2 s) and renewed every 40 ms, so
 // only what the program injects takes one away.
 //
@@ -70,8 +70,10 @@
 //  - Defect 5 (leasehold's own errors become 500s): in integrations/hono/request.ts signalAborted()
 //    returns at once and middleware.ts handlerDone() takes `answer` as undefined; in
 //    integrations/nestjs/guard.ts #answer() `abortRejection(...)` becomes undefined. Hono and Nest
-//    together failed in 2, 3 and 1 of their 4 tests (Nest in 1 or 2 programs, Hono within 5): "#n was
-//    answered 500: {"error":"ShutdownError",...}" (a lost lease likewise).
+//    together failed in 2, 3, 1, 2 and 1 of their 4 tests in five runs (Nest after 1 or 2 programs,
+//    Hono within 5): "#n was answered 500: {"error":"ShutdownError",...}". It takes a shutdown while
+//    a handler that honours its signal has not started its response: the least likely of the four
+//    to show in 5 programs; `npm run test:model` finds it every time.
 //  - Defect 6 (a `timeout()` between guard and handler frees the permit while the handler runs): in
 //    middleware.ts handlerDone(), `if (unseen) { drainLate(...); exchange.workUnseen(error); } else
 //    exchange.partEnded();` becomes `exchange.partEnded();`. The hono-timeout form failed on both
