@@ -73,7 +73,7 @@
 //    together failed in 2, 3, 1, 2 and 1 of their 4 tests in five runs (Nest after 1 or 2 programs,
 //    Hono within 5): "#n was answered 500: {"error":"ShutdownError",...}". It takes a shutdown while
 //    a handler that honours its signal has not started its response: the least likely of the four
-//    to show in 5 programs; `npm run test:model` finds it every time.
+//    to show in 5 programs; at 50 (`npm run test:model`) all four tests failed, after 2 to 9.
 //  - Defect 6 (a `timeout()` between guard and handler frees the permit while the handler runs): in
 //    middleware.ts handlerDone(), `if (unseen) { drainLate(...); exchange.workUnseen(error); } else
 //    exchange.partEnded();` becomes `exchange.partEnded();`. The hono-timeout form failed on both
