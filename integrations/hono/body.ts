@@ -147,3 +147,32 @@ export function unsent(exchange: HonoExchange, cause: Error | undefined): void {
   new HeldBody(made, exchange, true).drain();
   exchange.workUnseen(cause);
 }
+
+/**
+ * The handler's response is dropped: its lease was lost, and the loss answered (503) or the client
+ * gone, before the handler returned it. A stream it made (`stream()`, `streamSSE()`, `c.body(stream)`)
+ * is cancelled: nobody will read it, and its producer would otherwise wait on its first write
+ * forever. Hono's stream helpers hear of it (`onAbort`), and their writes return at once.
+ */
+export function cancelDropped(exchange: HonoExchange): void {
+  const made = streamed(exchange.c);
+  if (made !== undefined) cancelLate(exchange, made);
+  exchange.late = cancelLate;
+}
+
+function cancelLate(exchange: HonoExchange, made: ReadableStream<Uint8Array>): void {
+  if (!made.locked) made.cancel(exchange.lost).catch(ignore);
+}
+
+/**
+ * The guard cannot see the handler's end (a `timeout()` between them answered first): a stream the
+ * handler makes from now on is never sent either. It is read to its end here, so its producer runs
+ * to its end (told through `lease.signal` at the grace's end, when the permit is taken back).
+ */
+export function drainLate(exchange: HonoExchange): void {
+  exchange.late = drainMade;
+}
+
+function drainMade(exchange: HonoExchange, made: ReadableStream<Uint8Array>): void {
+  if (!made.locked) new HeldBody(made, exchange, true).drain();
+}

@@ -2,7 +2,7 @@ import type { Context, Handler, Next } from "hono";
 import { withoutStack } from "../../src/errors/base.js";
 import type { Admission } from "../http/admission.js";
 import { type Admitted, type Exchange, FENCE_HEADER, LeaseView } from "../http/exchange.js";
-import { dropBody, holdBody, unsent } from "./body.js";
+import { cancelDropped, dropBody, holdBody, unsent } from "./body.js";
 import { LeaseRejectedException } from "./exception.js";
 import {
   admitFailed,
@@ -176,11 +176,13 @@ function serve(exchange: GuardedExchange, view: LeaseView): Answer {
 function settled(exchange: GuardedExchange, response: Response | undefined): void {
   handlerEnded(exchange.enclosing);
   if (exchange.answered) {
+    cancelDropped(exchange);
     exchange.partEnded();
     return;
   }
   if (exchange.lost !== undefined) {
     answerLoss(exchange);
+    cancelDropped(exchange);
     exchange.partEnded();
     exchange.resolve(undefined);
     return;

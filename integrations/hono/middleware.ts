@@ -6,7 +6,7 @@ import { Admission } from "../http/admission.js";
 import { parseAdmissionOptions } from "../http/config.js";
 import { type Admitted, type Exchange, FENCE_HEADER, LeaseView } from "../http/exchange.js";
 import type { AdmissionRoute, Closable } from "../http/types.js";
-import { dropBody, holdBody, unsent } from "./body.js";
+import { cancelDropped, drainLate, dropBody, holdBody, unsent } from "./body.js";
 import { LeaseRejectedException } from "./exception.js";
 import { guarded } from "./handler.js";
 import {
@@ -98,11 +98,13 @@ function serve(exchange: HonoExchange, view: LeaseView): void {
 function handlerDone(exchange: HonoExchange): void {
   const { c, outgoing } = exchange;
   if (exchange.answered) {
+    cancelDropped(exchange);
     exchange.partEnded();
     return;
   }
   if (exchange.lost !== undefined) {
     answerLoss(exchange);
+    cancelDropped(exchange);
     exchange.partEnded();
     exchange.resolve(undefined);
     return;
@@ -143,8 +145,10 @@ function handlerDone(exchange: HonoExchange): void {
     exchange.reject(error);
     return;
   }
-  if (unseen) exchange.workUnseen(error);
-  else exchange.partEnded();
+  if (unseen) {
+    drainLate(exchange);
+    exchange.workUnseen(error);
+  } else exchange.partEnded();
   exchange.resolve(undefined);
 }
 

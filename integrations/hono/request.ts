@@ -45,6 +45,12 @@ export class HonoExchange extends Exchange {
   enclosing: HonoExchange | undefined;
   /** The body the permit waits for, once the handler has returned it (see body.ts). */
   held: Held | undefined;
+  /**
+   * What becomes of a stream the handler makes once the guard is done with its response (a
+   * `timeout()` between them answered first, or its lost lease was answered): Hono never sends it,
+   * and its producer would wait on its first write forever. Set by the middleware then.
+   */
+  late: ((exchange: HonoExchange, made: ReadableStream<Uint8Array>) => void) | undefined;
   /** Settle the middleware's (or guarded handler's) promise, once there is one. */
   resolve!: (value: Response | PromiseLike<Response> | undefined) => void;
   reject!: (error: unknown) => void;
@@ -244,8 +250,13 @@ export function watchStreams(c: Context): void {
   marked[STREAMED] = false;
   const make = c.newResponse as unknown as MakeResponse;
   const watching: MakeResponse = (data, arg, headers) => {
-    if (typeof (data as ReadableStream | null)?.getReader === "function") marked[STREAMED] = data as ReadableStream<Uint8Array>;
-    return make(data, arg, headers);
+    if (typeof (data as ReadableStream | null)?.getReader !== "function") return make(data, arg, headers);
+    const made = data as ReadableStream<Uint8Array>;
+    marked[STREAMED] = made;
+    const response = make(data, arg, headers);
+    const exchange = marked[EXCHANGE];
+    exchange?.late?.(exchange, made);
+    return response;
   };
   c.newResponse = watching as unknown as Context["newResponse"];
   c.body = watching as unknown as Context["body"];

@@ -94,6 +94,8 @@ export class Exchange {
   #grace: NodeJS.Timeout | undefined;
   /** What a loss at the grace's end is reported with: the departure, or what hid the work's end (`workUnseen`). */
   #graceCause: Error | undefined;
+  /** The grace runs because the work's end could not be seen (`workUnseen`), not for a departure. */
+  #unseen = false;
   // Signals are made only when someone asks for one: most requests never do,
   // and an AbortController per request is a measurable share of the overhead.
   #client: AbortController | undefined;
@@ -218,6 +220,7 @@ export class Exchange {
   workUnseen(cause: Error | undefined): void {
     if (this.#done || this.#lease === undefined || this.#grace !== undefined) return;
     this.#graceCause = cause;
+    this.#unseen = true;
     this.#grace = setTimeout(() => this.#graceOver(), this.#graceMs);
     this.#grace.unref();
   }
@@ -277,7 +280,7 @@ export class Exchange {
     if (this.#done) return;
     // The handler may still be working: giving its permit back now is a loss, and is reported as one,
     // with the departure (or what hid the work's end) as its cause.
-    this.#lease?.lose(this.#graceCause ?? this.#clientGone);
+    this.#lease?.lose(this.#graceCause ?? this.#clientGone, this.#unseen ? "end-unseen" : undefined);
     this.#finish();
   }
 

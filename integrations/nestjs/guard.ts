@@ -12,7 +12,7 @@ import {
   ServiceUnavailableException,
 } from "@nestjs/common";
 import { HttpAdapterHost, Reflector } from "@nestjs/core";
-import { catchError, finalize, type Observable } from "rxjs";
+import { catchError, finalize, type Observable, tap } from "rxjs";
 import { withoutStack } from "../../src/errors/base.js";
 import { CLOSE_GRACE_MS } from "../../src/options/defaults.js";
 import { Admission } from "../http/admission.js";
@@ -196,16 +196,13 @@ export class LeaseholdInterceptor implements NestInterceptor {
     const answered = catchError((error: unknown) => {
       throw this.#answer(error, exchange, context);
     });
-    if (!isTracked(handler))
-      return next.handle().pipe(
-        answered,
-        finalize(() => exchange.workEnded()),
-      );
-    // Its observable can end (an outer timeout(), an SSE disconnect) while the handler's promise still runs.
+    // Its observable can end (an outer timeout(), an SSE disconnect) while the handler's promise still
+    // runs (seen for the handlers the decorators wrapped), or the stream it answered with is still read.
     const work = new HandlerWork(exchange);
-    within(context.switchToHttp().getRequest(), work);
+    if (isTracked(handler)) within(context.switchToHttp().getRequest(), work);
     return next.handle().pipe(
       answered,
+      tap((value) => work.emitted(value)),
       finalize(() => work.ended()),
     );
   }

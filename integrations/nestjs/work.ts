@@ -1,3 +1,4 @@
+import { finished, Readable } from "node:stream";
 import { Req } from "@nestjs/common";
 import type { Exchange } from "../http/exchange.js";
 
@@ -33,6 +34,22 @@ export class HandlerWork {
       () => this.ended(),
       () => this.ended(),
     );
+  }
+
+  /**
+   * The handler's observable emitted `value`. A `StreamableFile` is work too: its stream's producer (an
+   * async generator, a file read) runs while Nest pipes it, after the handler returned; the work runs
+   * until that stream ends, fails or is destroyed (Nest destroys it when the client leaves: its
+   * producer's current step and `finally` come first). Without this the permit went back at a
+   * departure while the producer still worked.
+   */
+  emitted(value: unknown): void {
+    const getStream = (value as { getStream?: unknown } | null)?.getStream;
+    if (typeof getStream !== "function") return;
+    const stream: unknown = getStream.call(value);
+    if (!(stream instanceof Readable) || stream.readableEnded || stream.destroyed) return;
+    this.#pending++;
+    finished(stream, () => this.ended());
   }
 
   /** The observable, or the handler's promise, ended. */

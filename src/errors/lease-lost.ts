@@ -7,7 +7,10 @@ import { ClientAbortedError, ShutdownError } from "./interruptions.js";
  * it was no longer the holder's (an operator's `leasehold release`, another
  * holder's takeover after an eviction or a failover); `"client-gone"`, the
  * HTTP client left and the work went on past `disconnectGraceMs`; `"closed"`,
- * the semaphore or lock closed and the work went on past `close()`'s grace.
+ * the semaphore or lock closed and the work went on past `close()`'s grace;
+ * `"end-unseen"`, an HTTP adapter could not see the handler's end (a middleware
+ * between its guard and the handler answered first) and took the permit back
+ * after `disconnectGraceMs`.
  * (The constructors spell the union out: the published API names no type for it.)
  */
 export type LossReason = NonNullable<ConstructorParameters<typeof LockLeaseLostError>[1]>;
@@ -31,6 +34,8 @@ function why(reason: LossReason | undefined, lease: "leaseMs" | "ttlMs", kind: "
       return `: the store answered that it was no longer this holder's (an operator released it, e.g. with leasehold release, or another holder took it over after an eviction or a failover). A longer ${lease} would not have kept it: find out who released it.`;
     case "client-gone":
       return ": the client disconnected and the work went on past disconnectGraceMs, so it was taken back. Stop the work when lease.signal aborts (or end the response).";
+    case "end-unseen":
+      return ": a middleware between the guard and the handler answered first (this error's cause), so the guard could not see the handler's end and took the permit back after disconnectGraceMs. Wrap the handler (guard.wrap(handler)), or put the guard right before it.";
     case "closed":
       return `: the ${kind} was closed and the work went on past close()'s graceMs, so it was taken back. Stop the work when lease.signal aborts, or give close() a longer graceMs.`;
     default:
@@ -58,7 +63,7 @@ export class SemaphoreLeaseLostError extends LeaseholdError {
   /** The limit the permit was taken under. */
   readonly limit: number;
 
-  constructor(key: string, limit: number, reason?: "expired" | "not-ours" | "client-gone" | "closed") {
+  constructor(key: string, limit: number, reason?: "expired" | "not-ours" | "client-gone" | "closed" | "end-unseen") {
     super(
       "ERR_SEMAPHORE_LEASE_LOST",
       `leasehold: the permit on semaphore "${key}" (limit ${limit}) was lost before the work finished${why(reason, "leaseMs", "semaphore")}`,
@@ -84,7 +89,7 @@ export class LockLeaseLostError extends LeaseholdError {
   /** The id whose lock was lost. */
   readonly key: string;
 
-  constructor(key: string, reason?: "expired" | "not-ours" | "client-gone" | "closed") {
+  constructor(key: string, reason?: "expired" | "not-ours" | "client-gone" | "closed" | "end-unseen") {
     super("ERR_LOCK_LEASE_LOST", `leasehold: the lock "${key}" was lost before the work finished${why(reason, "ttlMs", "lock")}`);
     this.key = key;
   }

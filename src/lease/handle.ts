@@ -1,5 +1,5 @@
 import type { Acquired } from "../acquire/types.js";
-import { lossReason } from "../errors/lease-lost.js";
+import { type LossReason, lossReason } from "../errors/lease-lost.js";
 import { channels } from "../observability/events.js";
 import type { LostEvent, ReleasedEvent, Subject } from "../observability/types.js";
 import { positiveMs } from "../options/validate.js";
@@ -360,12 +360,13 @@ export class LeaseHandle implements Lease {
 
   /**
    * Declares the lease gone: aborts `signal` with the LeaseLost error, once.
-   * `cause`, when given, says why (e.g. the client that left), as the error's `cause`.
+   * `cause`, when given, says why (e.g. the client that left), as the error's `cause`; `reason`,
+   * when given, is the reason the message words (else it is read from `cause` and the deadline).
    */
-  lose(cause?: Error): void {
+  lose(cause?: Error, reason?: LossReason): void {
     if (this.#lost !== undefined) return;
     // Past its deadline by this process's clock, a lease ran out; before it, the store took it away.
-    const error = this.#call.lost(lossReason(cause, performance.now() >= this.deadline));
+    const error = this.#call.lost(reason ?? lossReason(cause, performance.now() >= this.deadline));
     if (cause !== undefined) Object.defineProperty(error, "cause", { value: cause, configurable: true, writable: true });
     this.#lost = error;
     this.#controller?.abort(error);

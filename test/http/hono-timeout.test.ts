@@ -2,7 +2,8 @@
 // handler: the limit counts handlers at work, whatever sits between them. Where the guard sees the
 // handler end (the handler is wrapped, or comes right after the guard) the permit returns then;
 // where it cannot, it keeps the permit until `disconnectGraceMs` and reports the loss, never
-// freeing it early (issue #27, defect 6). Over Node (`@hono/node-server`) and `app.fetch`, on the
+// freeing it early (issue #27, defect 6); the loss's message names that cause, not an operator's
+// release (found by the adapter model). Over Node (`@hono/node-server`) and `app.fetch`, on the
 // embedded store and Redis.
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { type Context, type Handler, Hono, type MiddlewareHandler } from "hono";
@@ -209,6 +210,10 @@ describe.each(bothStores)("Hono: a middleware between the guard and the handler,
       expect(scene.losses[0]).toBeInstanceOf(SemaphoreLeaseLostError);
       expect(scene.losses[0]?.cause).toBeInstanceOf(HTTPException);
       expect(scene.losses[0]?.cause).toMatchObject({ status: 504 });
+      // Told as what happened: the guard could not see the handler's end, not an operator's release.
+      expect(scene.losses[0]?.message).toMatch(/could not see the handler's end/);
+      expect(scene.losses[0]?.message).toMatch(/guard\.wrap\(handler\)/);
+      expect(scene.losses[0]?.message).not.toMatch(/no longer this holder's/);
       await releasedExactlyOnce(scene);
       expect(errors).not.toHaveBeenCalled();
     });
@@ -242,6 +247,7 @@ describe.each(bothStores)("Hono: a middleware between the guard and the handler,
       expect(scene.story).toEqual(["ended t", "lost", "released"]);
       expect(scene.losses[0]?.cause).toBeInstanceOf(HTTPException);
       expect(scene.losses[0]?.cause).toMatchObject({ status: 404 });
+      expect(scene.losses[0]?.message).toMatch(/could not see the handler's end/);
       await releasedExactlyOnce(scene);
     });
   });
