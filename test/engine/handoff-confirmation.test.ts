@@ -32,7 +32,7 @@ async function nobodyElseAdmitted(slots: ReturnType<typeof semaphore>, lease: Se
   expect(other).toBeNull();
 }
 
-// Found by review 4 (perf-handoff): a handed-off lease is confirmed by an extend a little after the
+// A regression: a handed-off lease is confirmed by an extend a little after the
 // hand-off. When the holder extended it itself before then (extend(ms): it knows its work is long),
 // the confirmation still went out, with the factory's leaseMs: it cut the holder's lease back in the
 // store, and the holder's signal, watching the deadline the holder's own extend set, aborted only

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { lock, MAX_ID_LENGTH, memoryStore, redisStore, semaphore, ValidationError } from "../src/index.js";
-import { spyStore } from "./support/stores.js";
+import { lock, MAX_ID_LENGTH, memoryStore, redisStore, semaphore, ValidationError } from "../../src/index.js";
+import { spyStore } from "../support/stores.js";
 
 const factoryCases: [string, () => unknown, string, RegExp][] = [
   ["limit 0", () => semaphore({ limit: 0 }), "limit", /`limit` must be an integer of at least 1, got 0\. Pass how many/],

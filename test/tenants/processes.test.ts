@@ -7,12 +7,12 @@
 // can only be too high (grants made while the request was on its way), never
 // too low.
 import { afterEach, describe, expect, it } from "vitest";
-import { semaphore } from "../src/index.js";
-import { storeKey } from "../src/store/contract/keys.js";
-import { parseAnnouncement } from "../src/store/redis/watch.js";
-import { newRedis, redisUrl, uniquePrefix } from "./support/redis.js";
-import { eventually } from "./support/stores.js";
-import { startWorker, stopWorkers, timeline, type WorkerEvent } from "./support/workers.js";
+import { semaphore } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
+import { parseAnnouncement } from "../../src/store/redis/watch.js";
+import { newRedis, redisUrl, uniquePrefix } from "../support/redis.js";
+import { eventually } from "../support/stores.js";
+import { startWorker, stopWorkers, timeline, type WorkerEvent } from "../support/workers.js";
 
 afterEach(() => stopWorkers());
 

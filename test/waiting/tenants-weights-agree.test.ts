@@ -1,4 +1,4 @@
-// Review 6, a guard (passes): perf-handoff's full-path acquire reuses the permit count of its first grant
+// A guard on the full-path acquire, which reuses the permit count of its first grant
 // for the second (lua/semaphore-acquire.lua `used`, lib/grant.lua `known`) and reads the id's limit once.
 // 40 waiters of three capped tenants with weights 1-3 on a limit of 16, released round by round: the
 // Redis store must grant the same callers in the same rounds as the embedded store, never over 16.

@@ -1,12 +1,12 @@
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
-import { lock, redisStore, semaphore } from "../src/index.js";
-import { type KeyKind, storeKey } from "../src/store/contract/keys.js";
-import { parseAnnouncement } from "../src/store/redis/watch.js";
-import { newRedis, redisUrl, uniquePrefix } from "./support/redis.js";
-import { type RedisServer, startRedisServer } from "./support/redis-server.js";
-import { eventually } from "./support/stores.js";
-import { startWorker, stopWorkers, timeline, type Worker } from "./support/workers.js";
+import { lock, redisStore, semaphore } from "../../src/index.js";
+import { type KeyKind, storeKey } from "../../src/store/contract/keys.js";
+import { parseAnnouncement } from "../../src/store/redis/watch.js";
+import { newRedis, redisUrl, uniquePrefix } from "../support/redis.js";
+import { type RedisServer, startRedisServer } from "../support/redis-server.js";
+import { eventually } from "../support/stores.js";
+import { startWorker, stopWorkers, timeline, type Worker } from "../support/workers.js";
 
 afterEach(() => stopWorkers());
 

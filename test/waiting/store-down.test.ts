@@ -1,8 +1,8 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { redisStore, SemaphoreNotAcquiredError, semaphore } from "../src/index.js";
-import { type RedisServer, startRedisServer } from "./support/redis-server.js";
-import { eventually } from "./support/stores.js";
+import { redisStore, SemaphoreNotAcquiredError, semaphore } from "../../src/index.js";
+import { type RedisServer, startRedisServer } from "../support/redis-server.js";
+import { eventually } from "../support/stores.js";
 
 // Pausing a server stops every client of it: this file owns a private one.
 describe("waiting while Redis does not answer", () => {

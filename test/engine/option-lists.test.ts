@@ -3,8 +3,8 @@
 // added to an interface but not to its list fails here instead of being refused at run time as unknown.
 // At run time they check what the lists refuse.
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { lock, semaphore, ValidationError } from "../src/index.js";
-import type { LockAcquireOptions, LockOptions, LockRunOptions } from "../src/lock/types.js";
+import { lock, semaphore, ValidationError } from "../../src/index.js";
+import type { LockAcquireOptions, LockOptions, LockRunOptions } from "../../src/lock/types.js";
 import {
   type CLOSE_OPTIONS,
   type ENGINE_OPTIONS,
@@ -14,9 +14,9 @@ import {
   SEMAPHORE_ACQUIRE_OPTIONS,
   SEMAPHORE_FACTORY_OPTIONS,
   SEMAPHORE_RUN_OPTIONS,
-} from "../src/options/lists.js";
-import type { CloseOptions } from "../src/options/types.js";
-import type { SemaphoreAcquireOptions, SemaphoreOptions, SemaphoreRunOptions } from "../src/semaphore/types.js";
+} from "../../src/options/lists.js";
+import type { CloseOptions } from "../../src/options/types.js";
+import type { SemaphoreAcquireOptions, SemaphoreOptions, SemaphoreRunOptions } from "../../src/semaphore/types.js";
 
 type Named<List extends readonly string[]> = List[number];
 

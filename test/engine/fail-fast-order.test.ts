@@ -1,4 +1,4 @@
-// Fail-fast calls issued in one turn, on both stores (found by review): answered in the order they were
+// Fail-fast calls issued in one turn, on both stores (a regression): answered in the order they were
 // issued, each with its own retryAfterMs. The Redis store once reordered them (a coalesced call waited for
 // the end of the turn while a call of another lease length went at once; a weighted call took the full
 // path a round trip later) and gave every refused caller of a batch the last one's figure.

@@ -6,15 +6,15 @@ import { Valkey, Cluster as ValkeyCluster } from "iovalkey";
 import { createClient, createCluster } from "redis";
 import { createClient as createClient5, createCluster as createCluster5 } from "redis5";
 import { describe, expectTypeOf, it } from "vitest";
-import { lock as expressLock, semaphore as expressSemaphore } from "../integrations/express/index.js";
+import { lock as expressLock, semaphore as expressSemaphore } from "../../integrations/express/index.js";
 import {
   type LeaseholdMiddleware as HonoMiddleware,
   lock as honoLock,
   semaphore as honoSemaphore,
   type LeaseholdVariables,
-} from "../integrations/hono/index.js";
-import type { RequestLease } from "../integrations/http/types.js";
-import { Lease as LeaseParam } from "../integrations/nestjs/index.js";
+} from "../../integrations/hono/index.js";
+import type { RequestLease } from "../../integrations/http/types.js";
+import { Lease as LeaseParam } from "../../integrations/nestjs/index.js";
 import {
   type CloseOptions,
   type Lease,
@@ -26,7 +26,7 @@ import {
   type SemaphoreNotAcquiredError,
   type StoreUnavailableError,
   semaphore,
-} from "../src/index.js";
+} from "../../src/index.js";
 
 describe("types", () => {
   it("engine", () => {

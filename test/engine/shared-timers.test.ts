@@ -1,4 +1,4 @@
-// Review 6, a guard (passes): perf-engine's `soon()` (src/runtime/timers.ts) arms its callbacks at the end of the
+// A guard on the shared timers: `soon()` (src/runtime/timers.ts) arms its callbacks at the end of the
 // turn and compacts the list of dropped ones in a long turn. Checked: a callback kept among hundreds
 // dropped in the same turn still runs (a waiter's wake, a lease's renewal tick), none dropped runs,
 // and one dropped after it was armed does not run either.

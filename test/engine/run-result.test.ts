@@ -1,7 +1,7 @@
-// Review 5: `run` lost its async frame (src/lease/keeper.ts). A body's result is tested for a `then`
-// outside the try that ends the keeping: a result whose `then` getter throws (a proxy, a lazy
-// record) escaped before the lease was given back, so the permit stayed held and renewed for ever.
-// With `await fn(lease)` the throw was the body's failure and the lease was given back.
+// `run` has no async frame of its own (src/lease/keeper.ts): a body's result is tested for a `then`
+// outside the try that ends the keeping. A regression: a result whose `then` getter throws (a proxy,
+// a lazy record) escaped before the lease was given back, so the permit stayed held and renewed for
+// ever. The throw is the body's failure, and the lease is given back, as with `await fn(lease)`.
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { memoryStore, redisStore, semaphore } from "../../src/index.js";

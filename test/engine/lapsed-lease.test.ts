@@ -64,7 +64,7 @@ describe.each(stores)("a lease that lapses without being released ($name)", ({ m
     }
   });
 
-  // Found in a later review: the watch stayed armed for the old, later deadline.
+  // A regression: the watch stayed armed for the old, later deadline.
   it("a lease extended to a shorter length aborts its signal at the new end, not the old one", async () => {
     const client = make();
     const slots = semaphore({ client, limit: 1, prefix: uniquePrefix(), leaseMs: 60_000 });
