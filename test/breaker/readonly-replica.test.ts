@@ -5,7 +5,7 @@ import { CHANNELS, redisStore, StoreUnavailableError, semaphore } from "../../sr
 import { uniquePrefix } from "../support/redis.js";
 import { type RedisServer, startRedisServer } from "../support/redis-server.js";
 
-// Found by review: READONLY took the store down, but the probe is a no-writes script, which a replica
+// A regression: READONLY took the store down, but the probe is a no-writes script, which a replica
 // runs: each probe brought the store "up", the next acquire took it down again (7 store-up and 8
 // store-down events in 2 s). READONLY is now an answer, as every error reply but those that mean "no
 // call can be served" (LOADING, BUSY, MASTERDOWN, CLUSTERDOWN): each acquire fails at once naming it,

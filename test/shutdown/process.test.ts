@@ -1,10 +1,10 @@
 import { createClient } from "redis";
 import { afterEach, describe, expect, it } from "vitest";
-import { lock, redisStore, semaphore } from "../src/index.js";
-import { storeKey } from "../src/store/contract/keys.js";
-import { exitOf, killChildren, spawnChild } from "./support/child.js";
-import { newRedis, redisUrl, uniquePrefix, watchDuplicates } from "./support/redis.js";
-import { eventually } from "./support/stores.js";
+import { lock, redisStore, semaphore } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
+import { exitOf, killChildren, spawnChild } from "../support/child.js";
+import { newRedis, redisUrl, uniquePrefix, watchDuplicates } from "../support/redis.js";
+import { eventually } from "../support/stores.js";
 
 afterEach(() => killChildren());
 

@@ -9,12 +9,12 @@ import {
   StoreUnavailableError,
   type StoreUpEvent,
   semaphore,
-} from "../src/index.js";
-import type { SemaphoreAcquireCall, SemaphoreStatsCall } from "../src/store/index.js";
-import { FaultProxy } from "./faults/proxy.js";
-import { uniquePrefix } from "./support/redis.js";
-import { type RedisServer, startRedisServer } from "./support/redis-server.js";
-import { eventually } from "./support/stores.js";
+} from "../../src/index.js";
+import type { SemaphoreAcquireCall, SemaphoreStatsCall } from "../../src/store/index.js";
+import { FaultProxy } from "../faults/proxy.js";
+import { uniquePrefix } from "../support/redis.js";
+import { type RedisServer, startRedisServer } from "../support/redis-server.js";
+import { eventually } from "../support/stores.js";
 
 // Issue #15, part 1: with Redis unreachable, only the first call waits out the store's timeout;
 // the rest are refused at once until a probe (leasehold's own, on a backoff) answers.

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { lock, memoryStore, redisStore, ShutdownError, semaphore } from "../../src/index.js";
 import { storeKey as keyOf } from "../../src/store/contract/keys.js";
+import type { Store } from "../../src/store/index.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 import { eventually } from "../support/stores.js";
 
-// Found by review (#13): redisStore's close() refused every later script call, the give-backs
+// Issue #13: redisStore's close() refused every later script call, the give-backs
 // included. An acquire sent before close() still answers with a lease (Redis took the permit),
 // but its release was refused with ShutdownError: the permit stayed held in Redis for the whole
 // lease, for every process, and the semaphore's own close() resolved with it still held. The
@@ -51,7 +52,7 @@ describe("redisStore close() racing a call in flight", () => {
   });
 });
 
-// Found by the same review, fixed after it: a waiter queued when its store closes was not told.
+// Issue #13 too: a waiter queued when its store closes was not told.
 // Every refresh of its room failed with ShutdownError and was taken for a passing failure, so the
 // waiter sat out its whole waitMs and answered null (wait-timeout). A closed store answers nothing
 // any more: the room ends its waits with that error at the next refresh, and each waiter leaves the
@@ -100,5 +101,45 @@ describe("memoryStore close() with a waiter queued", () => {
     await store.close();
     const ended = await Promise.all(outcomes);
     for (const outcome of ended) expect("error" in outcome && outcome.error).toBeInstanceOf(ShutdownError);
+  });
+});
+
+// Issue #13: the two stores disagreed on a wrapper made with Object.create(store). The
+// memory store binds its methods, so the wrapper's close() closes the store. The Redis store's
+// close() set `closed` on the wrapper alone: the groups (closures over the store) kept sending
+// every call, while the store's shared subscriber was closed under it; only `watch` through the
+// wrapper was refused. And a spread of redisStore() had no `watch` or `close` at all (they were on
+// its prototype), where a spread of memoryStore() has both.
+const settle = (p: Promise<unknown>): Promise<string> =>
+  p.then(
+    () => "answered",
+    (error: unknown) => (error instanceof ShutdownError ? "shut down" : String(error)),
+  );
+
+describe.each([
+  { name: "memory", make: (): Store => memoryStore() },
+  { name: "redis", make: (): Store => redisStore(newRedis()) },
+])("close() through a wrapper of the $name store", ({ make }) => {
+  it("Object.create(store): closing the wrapper closes the store, and every later acquire is refused", async () => {
+    const inner = make();
+    const wrapper = Object.create(inner) as Store;
+    await wrapper.close?.();
+    const storeKey = `{${uniquePrefix("r3wc")}:k}`;
+    const call = { storeKey, token: "t", limit: 1, weight: 1, leaseMs: 1000 };
+    expect({
+      wrapper: await settle(wrapper.semaphore.acquire(call)),
+      store: await settle(inner.semaphore.acquire(call)),
+      lock: await settle(wrapper.lock.acquire({ storeKey, token: "t", leaseMs: 1000 })),
+    }).toEqual({ wrapper: "shut down", store: "shut down", lock: "shut down" });
+  });
+
+  it("a spread of the store keeps watch and close", async () => {
+    const inner = make();
+    const spread = { ...inner } as Store;
+    expect([typeof spread.watch, typeof spread.close]).toEqual(["function", "function"]);
+    const stop = await spread.watch({ storeKey: `{${uniquePrefix("r3ws")}:k}`, onGrant: () => {} });
+    stop();
+    await spread.close?.();
+    await expect(inner.semaphore.count({ storeKey: "{x:y}" })).rejects.toBeInstanceOf(ShutdownError);
   });
 });
