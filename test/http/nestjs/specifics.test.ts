@@ -25,7 +25,7 @@ import { FastifyAdapter } from "@nestjs/platform-fastify";
 import { interval, map, take } from "rxjs";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
-import type { RequestLease } from "../../integrations/http/types.js";
+import type { RequestLease } from "../../../integrations/http/types.js";
 import {
   Lease,
   LeaseholdGuard,
@@ -36,12 +36,12 @@ import {
   Lock,
   type NestRequest,
   Semaphore,
-} from "../../integrations/nestjs/index.js";
-import { memoryStore, semaphore, ValidationError } from "../../src/index.js";
-import type { Store } from "../../src/store/index.js";
-import { eventually, gate, spyStore } from "../support/stores.js";
-import type { RunningApp } from "./harness.js";
-import { listenNest, Timeout } from "./nest-app.js";
+} from "../../../integrations/nestjs/index.js";
+import { memoryStore, semaphore, ValidationError } from "../../../src/index.js";
+import type { Store } from "../../../src/store/index.js";
+import { eventually, gate, spyStore } from "../../support/stores.js";
+import type { RunningApp } from "../harness.js";
+import { listenNest, Timeout } from "../nest-app.js";
 
 const seen: { leaseInInterceptor?: boolean; leaseInPipe?: boolean } = {};
 

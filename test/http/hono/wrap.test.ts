@@ -5,10 +5,10 @@ import { createAdaptorServer } from "@hono/node-server";
 import { Hono } from "hono";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
-import { semaphore as honoSemaphore, type LeaseholdVariables, type SemaphoreLease } from "../../integrations/hono/index.js";
-import { memoryStore, semaphore } from "../../src/index.js";
-import { eventually, spyStore } from "../support/stores.js";
-import { listen, type RunningApp } from "./harness.js";
+import { semaphore as honoSemaphore, type LeaseholdVariables, type SemaphoreLease } from "../../../integrations/hono/index.js";
+import { memoryStore, semaphore } from "../../../src/index.js";
+import { eventually, spyStore } from "../../support/stores.js";
+import { listen, type RunningApp } from "../harness.js";
 
 describe("Hono: a guarded handler that answers at once", () => {
   let running: RunningApp | undefined;

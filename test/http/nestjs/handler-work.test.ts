@@ -6,11 +6,11 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { Controller, Get, Injectable, Param, type PipeTransform, UseInterceptors } from "@nestjs/common";
 import request from "supertest";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { Lease, Semaphore, type SemaphoreLease } from "../../integrations/nestjs/index.js";
-import { memoryStore, semaphore } from "../../src/index.js";
-import { eventually, gate } from "../support/stores.js";
-import type { RunningApp } from "./harness.js";
-import { listenNestWith, Timeout } from "./nest-app.js";
+import { Lease, Semaphore, type SemaphoreLease } from "../../../integrations/nestjs/index.js";
+import { memoryStore, semaphore } from "../../../src/index.js";
+import { eventually, gate } from "../../support/stores.js";
+import type { RunningApp } from "../harness.js";
+import { listenNestWith, Timeout } from "../nest-app.js";
 
 /** A global pipe that rewrites every string parameter: it runs on the hidden one too. */
 @Injectable()

@@ -1,7 +1,7 @@
 import { request as httpRequest, type Server } from "node:http";
 import { createAdaptorServer } from "@hono/node-server";
 import type { Hono } from "hono";
-import { listen } from "./harness.js";
+import { listen } from "../harness.js";
 
 /**
  * One request to a Hono app, as a client sees it: its status, its body chunk by chunk, and a way

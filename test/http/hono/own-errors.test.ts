@@ -9,14 +9,14 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { type Context, Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { semaphore } from "../../integrations/hono/index.js";
-import type { RequestLease } from "../../integrations/http/types.js";
-import { ClientAbortedError, semaphore as engine, SemaphoreLeaseLostError, ShutdownError } from "../../src/index.js";
-import { storeKey } from "../../src/store/contract/keys.js";
-import type { Store } from "../../src/store/index.js";
-import { eventually, spyStore } from "../support/stores.js";
-import { bothStores } from "./frameworks.js";
-import { type HonoRuntime, honoRuntimes } from "./hono-clients.js";
+import { semaphore } from "../../../integrations/hono/index.js";
+import type { RequestLease } from "../../../integrations/http/types.js";
+import { ClientAbortedError, semaphore as engine, SemaphoreLeaseLostError, ShutdownError } from "../../../src/index.js";
+import { storeKey } from "../../../src/store/contract/keys.js";
+import type { Store } from "../../../src/store/index.js";
+import { eventually, spyStore } from "../../support/stores.js";
+import { bothStores } from "../frameworks.js";
+import { type HonoRuntime, honoRuntimes } from "./runtimes.js";
 
 /** Rejects with the signal's reason when it aborts, as `fetch(url, { signal })` does. */
 function work(signal: AbortSignal): Promise<never> {

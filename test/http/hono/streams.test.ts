@@ -7,12 +7,12 @@
 import { type Context, Hono } from "hono";
 import { stream, streamSSE, streamText } from "hono/streaming";
 import { afterEach, describe, expect, it } from "vitest";
-import { semaphore } from "../../integrations/hono/index.js";
-import type { RequestLease } from "../../integrations/http/types.js";
-import { ClientAbortedError, semaphore as engine, SemaphoreLeaseLostError } from "../../src/index.js";
-import { eventually, gate, spyStore } from "../support/stores.js";
-import { bothStores } from "./frameworks.js";
-import { type HonoCall, type HonoRuntime, honoRuntimes } from "./hono-clients.js";
+import { semaphore } from "../../../integrations/hono/index.js";
+import type { RequestLease } from "../../../integrations/http/types.js";
+import { ClientAbortedError, semaphore as engine, SemaphoreLeaseLostError } from "../../../src/index.js";
+import { eventually, gate, spyStore } from "../../support/stores.js";
+import { bothStores } from "../frameworks.js";
+import { type HonoCall, type HonoRuntime, honoRuntimes } from "./runtimes.js";
 
 /** What a stream callback does with its stream: write a chunk; hear Hono's own abort. */
 interface Writer {

@@ -9,15 +9,15 @@ import { setTimeout as sleep } from "node:timers/promises";
 import express, { type NextFunction, type Request, type Response } from "express";
 import express4 from "express4";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { semaphore as expressSemaphore, type LeaseholdMiddleware, PROBLEM_TYPES } from "../../integrations/express/index.js";
-import type { RequestLease } from "../../integrations/http/types.js";
-import { CHANNELS, semaphore } from "../../src/index.js";
-import { storeKey } from "../../src/store/contract/keys.js";
-import type { Store } from "../../src/store/index.js";
-import { uniquePrefix } from "../support/redis.js";
-import { eventually, spyStore } from "../support/stores.js";
-import { bothStores } from "./frameworks.js";
-import { getOnce, listen, type RunningApp } from "./harness.js";
+import { semaphore as expressSemaphore, type LeaseholdMiddleware, PROBLEM_TYPES } from "../../../integrations/express/index.js";
+import type { RequestLease } from "../../../integrations/http/types.js";
+import { CHANNELS, semaphore } from "../../../src/index.js";
+import { storeKey } from "../../../src/store/contract/keys.js";
+import type { Store } from "../../../src/store/index.js";
+import { uniquePrefix } from "../../support/redis.js";
+import { eventually, spyStore } from "../../support/stores.js";
+import { bothStores } from "../frameworks.js";
+import { getOnce, listen, type RunningApp } from "../harness.js";
 
 /** Rejects with the signal's reason when it aborts: work that stops when told, as the docs recommend. */
 const stopsWhenTold = (signal: AbortSignal): Promise<never> =>

@@ -1,4 +1,4 @@
-// Found by review 7 (predates it): a retry() interceptor outside leasehold's (a global one) subscribes
+// A regression: a retry() interceptor outside leasehold's (a global one) subscribes
 // to leasehold's interceptor again when the handler fails, and Nest calls the handler again. The first
 // call's end had already told the exchange the work was over: when an outer timeout() then answered
 // the request, the permit went back while the second call still ran, and the next request was
@@ -8,18 +8,18 @@ import "reflect-metadata";
 import { Controller, Get, Param } from "@nestjs/common";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
-import { Semaphore } from "../../integrations/nestjs/index.js";
-import { memoryStore, semaphore } from "../../src/index.js";
-import type { RunningApp } from "../http/harness.js";
-import { listenNestWith, RetryOnce, Timeout } from "../http/nest-app.js";
-import { eventually, gate } from "../support/stores.js";
+import { Semaphore } from "../../../integrations/nestjs/index.js";
+import { memoryStore, semaphore } from "../../../src/index.js";
+import { eventually, gate } from "../../support/stores.js";
+import type { RunningApp } from "../harness.js";
+import { listenNestWith, RetryOnce, Timeout } from "../nest-app.js";
 
 const work = { gate: gate(), ended: 0, calls: 0 };
 
 @Controller("outer")
 class OuterRetryController {
   @Get(":id")
-  @Semaphore("review7-outer-retry", 1)
+  @Semaphore("nest-outer-retry", 1)
   async flaky(@Param("id") id: string) {
     if (++work.calls === 1) throw new Error("first call fails");
     await work.gate.opened;
@@ -28,7 +28,7 @@ class OuterRetryController {
   }
 }
 
-describe("review7: a retry() interceptor outside leasehold's (NestJS)", () => {
+describe("a retry() interceptor outside leasehold's (NestJS)", () => {
   let running: RunningApp | undefined;
   afterEach(async () => {
     work.gate.open();
@@ -42,7 +42,7 @@ describe("review7: a retry() interceptor outside leasehold's (NestJS)", () => {
       app.useGlobalInterceptors(new Timeout(), new RetryOnce()),
     );
     work.gate = gate();
-    const count = () => semaphore({ client: store, limit: 1 }).count("review7-outer-retry");
+    const count = () => semaphore({ client: store, limit: 1 }).count("nest-outer-retry");
 
     expect((await request(running.url).get("/outer/a")).status).toBe(408);
     expect(work.calls).toBe(2);

@@ -13,14 +13,14 @@ import { APP_FILTER, BaseExceptionFilter, NestFactory } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
 import { FastifyAdapter } from "@nestjs/platform-fastify";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Lease, LeaseholdModule, PROBLEM_TYPES, Semaphore, type SemaphoreLease } from "../../integrations/nestjs/index.js";
-import { CHANNELS, semaphore } from "../../src/index.js";
-import { storeKey } from "../../src/store/contract/keys.js";
-import type { Store } from "../../src/store/index.js";
-import { uniquePrefix } from "../support/redis.js";
-import { eventually, spyStore } from "../support/stores.js";
-import { bothStores } from "./frameworks.js";
-import { getOnce } from "./harness.js";
+import { Lease, LeaseholdModule, PROBLEM_TYPES, Semaphore, type SemaphoreLease } from "../../../integrations/nestjs/index.js";
+import { CHANNELS, semaphore } from "../../../src/index.js";
+import { storeKey } from "../../../src/store/contract/keys.js";
+import type { Store } from "../../../src/store/index.js";
+import { uniquePrefix } from "../../support/redis.js";
+import { eventually, spyStore } from "../../support/stores.js";
+import { bothStores } from "../frameworks.js";
+import { getOnce } from "../harness.js";
 
 /** Rejects with the signal's reason when it aborts: work that stops when told. */
 const stopsWhenTold = (signal: AbortSignal): Promise<never> =>

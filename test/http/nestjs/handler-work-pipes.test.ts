@@ -1,17 +1,17 @@
-// review7: the NestJS handler's promise is found through a hidden parameter (perf-http). Nest runs
+// The NestJS handler's promise is found through a hidden parameter. Nest runs
 // every global pipe on custom parameters (their type is a string: pipeable), so a global pipe that
-// rebuilds objects (a deep sanitizer, a trim-every-string pipe) hands the handler a copy instead of
-// the work: the handler's promise is no longer tracked, and a permit goes back while the handler,
-// past an outer timeout(), still calls the resource. The AsyncLocalStorage it replaced had no such gap.
+// rebuilds objects (a deep sanitizer, a trim-every-string pipe) could hand the handler a copy instead
+// of the work. A regression: the handler's promise went untracked, and a permit went back while the
+// handler, past an outer timeout(), still called the resource.
 import "reflect-metadata";
 import { Controller, Get, Injectable, Param, type PipeTransform, UseInterceptors } from "@nestjs/common";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
-import { Semaphore } from "../../integrations/nestjs/index.js";
-import { memoryStore, semaphore } from "../../src/index.js";
-import type { RunningApp } from "../http/harness.js";
-import { listenNestWith, RetryOnce, Timeout } from "../http/nest-app.js";
-import { eventually, gate } from "../support/stores.js";
+import { Semaphore } from "../../../integrations/nestjs/index.js";
+import { memoryStore, semaphore } from "../../../src/index.js";
+import { eventually, gate } from "../../support/stores.js";
+import type { RunningApp } from "../harness.js";
+import { listenNestWith, RetryOnce, Timeout } from "../nest-app.js";
 
 /** A global pipe that trims every string, objects' included: it rebuilds every object it is given. */
 @Injectable()
@@ -30,7 +30,7 @@ const work = { gate: gate(), ended: 0, calls: 0 };
 @Controller("trim")
 class TrimController {
   @Get(":id")
-  @Semaphore("review7-object-pipe", 1)
+  @Semaphore("nest-object-pipe", 1)
   @UseInterceptors(Timeout)
   async slow(@Param("id") id: string) {
     await work.gate.opened;
@@ -44,7 +44,7 @@ class RetryController {
   @Get(":id")
   // Applied last: the innermost interceptor, inside leasehold's (the outermost is the timeout).
   @UseInterceptors(RetryOnce)
-  @Semaphore("review7-retry", 1)
+  @Semaphore("nest-pipe-retry", 1)
   @UseInterceptors(Timeout)
   async flaky(@Param("id") id: string) {
     if (++work.calls === 1) throw new Error("first call fails");
@@ -54,7 +54,7 @@ class RetryController {
   }
 }
 
-describe("review7: NestJS handler work under a global pipe that rebuilds objects", () => {
+describe("NestJS handler work under a global pipe that rebuilds objects", () => {
   let running: RunningApp | undefined;
   afterEach(async () => {
     work.gate.open();
@@ -66,7 +66,7 @@ describe("review7: NestJS handler work under a global pipe that rebuilds objects
     running = await listenNestWith([TrimController], store, (app) => app.useGlobalPipes(new DeepTrim()));
     work.gate = gate();
     work.ended = 0;
-    const count = () => semaphore({ client: store, limit: 1 }).count("review7-object-pipe");
+    const count = () => semaphore({ client: store, limit: 1 }).count("nest-object-pipe");
 
     expect((await request(running.url).get("/trim/a")).status).toBe(408);
     // The handler is still at work: its permit is held, and the next request is refused.
@@ -84,7 +84,7 @@ describe("review7: NestJS handler work under a global pipe that rebuilds objects
     work.gate = gate();
     work.ended = 0;
     work.calls = 0;
-    const count = () => semaphore({ client: store, limit: 1 }).count("review7-retry");
+    const count = () => semaphore({ client: store, limit: 1 }).count("nest-pipe-retry");
 
     expect((await request(running.url).get("/again/a")).status).toBe(408);
     expect(work.calls).toBe(2);

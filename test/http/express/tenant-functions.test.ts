@@ -1,11 +1,13 @@
+// Express tenant functions that throw or return a non-string, and a weight above the tenant's
+// cap: each takes the error path, with nothing taken and no hang, on both stores.
 import type { AddressInfo } from "node:net";
 import express, { type NextFunction, type Request, type Response } from "express";
 import request from "supertest";
 import { describe, expect, it } from "vitest";
-import { semaphore } from "../../integrations/express/index.js";
-import { semaphore as core, memoryStore, redisStore } from "../../src/index.js";
-import type { Store } from "../../src/store/index.js";
-import { newRedis } from "../support/redis.js";
+import { semaphore } from "../../../integrations/express/index.js";
+import { semaphore as core, memoryStore, redisStore } from "../../../src/index.js";
+import type { Store } from "../../../src/store/index.js";
+import { newRedis } from "../../support/redis.js";
 
 const STORES: { name: string; make: () => Store }[] = [
   { name: "memory", make: () => memoryStore() },

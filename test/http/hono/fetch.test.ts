@@ -5,11 +5,11 @@ import { type Context, Hono } from "hono";
 import { streamSSE, streamText } from "hono/streaming";
 import request from "supertest";
 import { describe, expect, it } from "vitest";
-import { semaphore as honoSemaphore, LeaseRejectedException } from "../../integrations/hono/index.js";
-import { ClientAbortedError, memoryStore, SemaphoreLeaseLostError, semaphore } from "../../src/index.js";
-import { eventually, gate } from "../support/stores.js";
-import { Control, listen } from "./harness.js";
-import { buildHonoApp } from "./hono-app.js";
+import { semaphore as honoSemaphore, LeaseRejectedException } from "../../../integrations/hono/index.js";
+import { ClientAbortedError, memoryStore, SemaphoreLeaseLostError, semaphore } from "../../../src/index.js";
+import { eventually, gate } from "../../support/stores.js";
+import { Control, listen } from "../harness.js";
+import { buildHonoApp } from "../hono-app.js";
 
 // Off Node (Bun, Deno, Workers) there is no ServerResponse to watch: the adapter wraps the body
 // stream instead. app.request() exercises exactly that path, in process.

@@ -7,11 +7,11 @@ import express from "express";
 import express4 from "express4";
 import request from "supertest";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
-import { semaphore as expressSemaphore } from "../../integrations/express/index.js";
-import { CHANNELS, memoryStore, semaphore } from "../../src/index.js";
-import type { Store } from "../../src/store/index.js";
-import { eventually, gate } from "../support/stores.js";
-import { listen, type RunningApp } from "./harness.js";
+import { semaphore as expressSemaphore } from "../../../integrations/express/index.js";
+import { CHANNELS, memoryStore, semaphore } from "../../../src/index.js";
+import type { Store } from "../../../src/store/index.js";
+import { eventually, gate } from "../../support/stores.js";
+import { listen, type RunningApp } from "../harness.js";
 
 const dir = mkdtempSync(join(tmpdir(), "leasehold-express-"));
 const FILE_BYTES = 64 * 1024 * 1024;

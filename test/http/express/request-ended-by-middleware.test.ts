@@ -7,12 +7,12 @@ import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { createServer } from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { semaphore as expressSemaphore } from "../../integrations/express/index.js";
-import { CHANNELS, type ReleasedEvent, semaphore } from "../../src/index.js";
-import { uniquePrefix } from "../support/redis.js";
-import { eventually, spyStore } from "../support/stores.js";
-import { bothStores } from "./frameworks.js";
-import { getOnce, listen, type RunningApp } from "./harness.js";
+import { semaphore as expressSemaphore } from "../../../integrations/express/index.js";
+import { CHANNELS, type ReleasedEvent, semaphore } from "../../../src/index.js";
+import { uniquePrefix } from "../../support/redis.js";
+import { eventually, spyStore } from "../../support/stores.js";
+import { bothStores } from "../frameworks.js";
+import { getOnce, listen, type RunningApp } from "../harness.js";
 
 describe.each(bothStores)("Express, a request a middleware before the guard ends, on the $name store", ({ make }) => {
   let app: RunningApp | undefined;

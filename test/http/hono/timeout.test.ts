@@ -10,11 +10,11 @@ import { HTTPException } from "hono/http-exception";
 import { stream } from "hono/streaming";
 import { timeout } from "hono/timeout";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { type LeaseholdMiddleware, type SemaphoreLease, semaphore } from "../../integrations/hono/index.js";
-import { CHANNELS, semaphore as engine, type ReleasedEvent, SemaphoreLeaseLostError } from "../../src/index.js";
-import { eventually, gate, spyStore } from "../support/stores.js";
-import { bothStores } from "./frameworks.js";
-import { type HonoCall, type HonoRuntime, honoRuntimes } from "./hono-clients.js";
+import { type LeaseholdMiddleware, type SemaphoreLease, semaphore } from "../../../integrations/hono/index.js";
+import { CHANNELS, semaphore as engine, type ReleasedEvent, SemaphoreLeaseLostError } from "../../../src/index.js";
+import { eventually, gate, spyStore } from "../../support/stores.js";
+import { bothStores } from "../frameworks.js";
+import { type HonoCall, type HonoRuntime, honoRuntimes } from "./runtimes.js";
 
 /** How a route puts the guard and a `timeout()` around its handler. */
 type Placement = (app: Hono, guard: LeaseholdMiddleware<SemaphoreLease>, handler: Handler) => void;

@@ -1,32 +1,30 @@
-// Review 6 (perf-http, b1fa498): Express no longer wraps `res.end` when the middleware runs; it wraps it
-// only once the client has left (node-response.ts `closed`). A middleware mounted after leasehold that
-// captures `res.end` at its own setup and calls the captured original later (compression does this: the
-// real end runs when zlib flushes; express-session when the session is saved) now ends the response
-// through a function leasehold never sees. If the client leaves between the handler's `res.end` and that
-// deferred real end, the handler's end is never reported: the permit is held for the whole
-// `disconnectGraceMs` (60 s here; 30 s by default) although the handler is done, and then a *lease lost*
-// is reported for a request that completed. Before b1fa498 leasehold's own `end` was in place before the
-// later middleware captured it, so the deferred end went through it and returned the permit at once.
+// Express wraps `res.end` only once the client has left (integrations/http/node-response.ts `closed`),
+// not when the middleware runs. Two regressions of that design, each a handler's end hidden from
+// leasehold by another middleware, which held the permit for the whole `disconnectGraceMs` (30 s by
+// default; 60 s here) although the handler was done, then reported a *lease lost* for a request that
+// completed:
 //
-// Review 6 (perf-http, b1fa498), the case the 'prefinish' fix does not cover: a middleware that
-// replaced `res.end` (capturing the original) before leasehold ran and streams the body itself, as compression does (the
-// handler's `res.end(body)` goes into zlib; the data is written as the socket drains; the captured
-// `end` runs when zlib ends). A client that stops reading and leaves mid-body leaves that stream
-// paused for good: the real `end` never runs, so no wrapper installed at the departure and no event
-// sees the handler's end. The handler is done, yet its permit is held for the whole
-// `disconnectGraceMs` (30 s by default) and then reported as a lost lease: with a common middleware,
-// every download a client abandons raises a false loss alert and blocks a permit. Before b1fa498,
-// leasehold's own `end` (installed when its middleware ran) was the one the handler called: the
-// permit came back as soon as the client left. The order matters: compression is usually mounted
-// app-wide, before the route's leasehold middleware, so leasehold used to wrap compression's `end`.
+// 1. A middleware mounted after leasehold that captures `res.end` at its own setup and calls the
+// captured original later (compression does this: the real end runs when zlib flushes;
+// express-session when the session is saved) ends the response through a function leasehold never
+// sees. The client leaves between the handler's `res.end` and that deferred real end.
+//
+// 2. The case the 'prefinish' fix does not cover: a middleware that replaced `res.end` (capturing the
+// original) before leasehold ran and streams the body itself, as compression does (the handler's
+// `res.end(body)` goes into zlib; the data is written as the socket drains; the captured `end` runs
+// when zlib ends). A client that stops reading and leaves mid-body leaves that stream paused for
+// good: the real `end` never runs, so no wrapper installed at the departure and no event sees the
+// handler's end. With a common middleware, every download a client abandons would raise a false
+// loss alert and block a permit. The order matters: compression is usually mounted app-wide, before
+// the route's leasehold middleware.
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
 import express from "express";
 import { afterEach, describe, expect, it } from "vitest";
-import { semaphore as expressSemaphore } from "../../integrations/express/index.js";
-import { CHANNELS, memoryStore, semaphore } from "../../src/index.js";
-import { listen, type RunningApp } from "../http/harness.js";
-import { eventually } from "../support/stores.js";
+import { semaphore as expressSemaphore } from "../../../integrations/express/index.js";
+import { CHANNELS, memoryStore, semaphore } from "../../../src/index.js";
+import { eventually } from "../../support/stores.js";
+import { listen, type RunningApp } from "../harness.js";
 
 // Two cases of one regression: the handler's end, hidden from leasehold by another middleware.
 const BODY = Buffer.alloc(32 * 1024 * 1024, 7);
