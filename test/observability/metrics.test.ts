@@ -4,13 +4,13 @@ import express from "express";
 import { Registry } from "prom-client";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
-import { semaphore as guard } from "../integrations/express/index.js";
-import { instrument } from "../integrations/opentelemetry/index.js";
-import { collectMetrics } from "../integrations/prometheus/index.js";
-import { CHANNELS, memoryStore, SemaphoreLeaseLostError, semaphore } from "../src/index.js";
-import { storeKey } from "../src/store/contract/keys.js";
-import type { Store } from "../src/store/index.js";
-import { spyStore } from "./support/stores.js";
+import { semaphore as guard } from "../../integrations/express/index.js";
+import { instrument } from "../../integrations/opentelemetry/index.js";
+import { collectMetrics } from "../../integrations/prometheus/index.js";
+import { CHANNELS, memoryStore, SemaphoreLeaseLostError, semaphore } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
+import type { Store } from "../../src/store/index.js";
+import { spyStore } from "../support/stores.js";
 
 class TestReader extends MetricReader {
   protected async onForceFlush(): Promise<void> {}

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { expect, it } from "vitest";
-import { redisUrl } from "./support/redis.js";
+import { redisUrl } from "../support/redis.js";
 
 const run = promisify(execFile);
 

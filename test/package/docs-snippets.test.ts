@@ -6,7 +6,7 @@ import { join, resolve } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 
-const root = resolve(import.meta.dirname, "..");
+const root = resolve(import.meta.dirname, "../..");
 const documents = [
   "README.md",
   ...readdirSync(join(root, "docs"))

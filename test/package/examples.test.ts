@@ -2,12 +2,12 @@ import "reflect-metadata";
 import { NestFactory } from "@nestjs/core";
 import request from "supertest";
 import { describe, expect, it } from "vitest";
-import { createApp as expressApp } from "../examples/express/server.js";
-import { createApp as honoApp } from "../examples/hono/server.js";
-import { createModule } from "../examples/nestjs/main.js";
-import { fairShares } from "../examples/tenants/fair-shares.js";
-import { type ClientInput, memoryStore } from "../src/index.js";
-import { newRedis } from "./support/redis.js";
+import { createApp as expressApp } from "../../examples/express/server.js";
+import { createApp as honoApp } from "../../examples/hono/server.js";
+import { createModule } from "../../examples/nestjs/main.js";
+import { fairShares } from "../../examples/tenants/fair-shares.js";
+import { type ClientInput, memoryStore } from "../../src/index.js";
+import { newRedis } from "../support/redis.js";
 
 // The examples run as documented: two chat calls per tenant in flight, the third refused at once.
 describe("examples", () => {

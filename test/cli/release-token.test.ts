@@ -1,3 +1,5 @@
+// leasehold release --token with values a careless script may pass: an empty token would match
+// every token as a prefix, so it is a usage error and releases nothing.
 import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { semaphore } from "../../src/index.js";

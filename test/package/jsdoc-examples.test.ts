@@ -1,10 +1,10 @@
 // Every export of the engine's entry point declared by the engine itself (not the stores', which
-// their own modules document) carries JSDoc with an example, as test/docs.test.ts asks of the adapters.
+// their own modules document) carries JSDoc with an example, as test/package/docs-snippets.test.ts asks of the adapters.
 import { join, resolve } from "node:path";
 import ts from "typescript";
 import { expect, it } from "vitest";
 
-const root = resolve(import.meta.dirname, "..");
+const root = resolve(import.meta.dirname, "../..");
 
 it("every engine export of leasehold has JSDoc with an example", () => {
   const entry = join(root, "src/index.ts");

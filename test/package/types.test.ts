@@ -9,7 +9,7 @@ import { join, resolve } from "node:path";
 import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-const root = resolve(import.meta.dirname, "..");
+const root = resolve(import.meta.dirname, "../..");
 
 /** Imports every entry point and uses something of each, so a type that failed to resolve is an error. */
 const CONSUMER = `

@@ -1,12 +1,12 @@
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
-import { LockLeaseLostError, lock, redisStore, SemaphoreLeaseLostError, semaphore } from "../src/index.js";
-import { storeKey } from "../src/store/contract/keys.js";
-import { COMMAND, cli, type Ran } from "./support/cli.js";
-import { newRedis, redisUrl, uniquePrefix } from "./support/redis.js";
-import { freePort } from "./support/redis-server.js";
-import { eventually, gate } from "./support/stores.js";
+import { LockLeaseLostError, lock, redisStore, SemaphoreLeaseLostError, semaphore } from "../../src/index.js";
+import { storeKey } from "../../src/store/contract/keys.js";
+import { COMMAND, cli, type Ran } from "../support/cli.js";
+import { newRedis, redisUrl, uniquePrefix } from "../support/redis.js";
+import { freePort } from "../support/redis-server.js";
+import { eventually, gate } from "../support/stores.js";
 
 /** One clear line on stderr, nothing on stdout, and the exit status. */
 function failedWith(ran: Ran, code: number, says: RegExp): void {
