@@ -1,22 +1,22 @@
-// Express wraps `res.end` only once the client has left (integrations/http/node-response.ts `closed`),
-// not when the middleware runs. Two regressions of that design, each a handler's end hidden from
-// leasehold by another middleware, which held the permit for the whole `disconnectGraceMs` (30 s by
-// default; 60 s here) although the handler was done, then reported a *lease lost* for a request that
-// completed:
+// Express: leasehold wraps `res.end` when its middleware runs, before the handler, not only once the
+// client has left (integrations/http/node-response.ts). Wrapping only at the client's departure is a
+// regression these two cases pin: another middleware hides the handler's end from leasehold, and the
+// permit is held for the whole `disconnectGraceMs` (30 s by default; 60 s here) although the handler
+// is done, then a *lease lost* is reported for a request that completed.
 //
 // 1. A middleware mounted after leasehold that captures `res.end` at its own setup and calls the
 // captured original later (compression does this: the real end runs when zlib flushes;
-// express-session when the session is saved) ends the response through a function leasehold never
-// sees. The client leaves between the handler's `res.end` and that deferred real end.
+// express-session when the session is saved). The client leaves between the handler's `res.end`
+// and that deferred real end: the deferred end goes through leasehold's wrapper.
 //
-// 2. The case the 'prefinish' fix does not cover: a middleware that replaced `res.end` (capturing the
-// original) before leasehold ran and streams the body itself, as compression does (the handler's
-// `res.end(body)` goes into zlib; the data is written as the socket drains; the captured `end` runs
-// when zlib ends). A client that stops reading and leaves mid-body leaves that stream paused for
-// good: the real `end` never runs, so no wrapper installed at the departure and no event sees the
-// handler's end. With a common middleware, every download a client abandons would raise a false
-// loss alert and block a permit. The order matters: compression is usually mounted app-wide, before
-// the route's leasehold middleware.
+// 2. A middleware that replaced `res.end` (capturing the original) before leasehold ran and streams
+// the body itself, as compression does (the handler's `res.end(body)` goes into zlib; the data is
+// written as the socket drains; the captured `end` runs when zlib ends). A client that stops
+// reading and leaves mid-body leaves that stream paused for good: the real `end` never runs, so only
+// leasehold's own `end`, the one the handler calls, sees the handler's end. With a common
+// middleware, every download a client abandons would otherwise raise a false loss alert and block a
+// permit. The order matters: compression is usually mounted app-wide, before the route's leasehold
+// middleware.
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from "node:http";
 import express from "express";
