@@ -28,7 +28,7 @@ function cli(args: string[]): Promise<{ code: number | null; stdout: string; std
 
 describe("leasehold release --token, odd values", { timeout: 60_000 }, () => {
   it("an empty --token is a usage error, and releases nothing (it is a prefix of every token)", async () => {
-    const prefix = uniquePrefix("r2cli");
+    const prefix = uniquePrefix("cli");
     const slots = semaphore(newRedis(), { limit: 3, prefix });
     const only = await slots.acquire("k", { tenant: "acme", tenantLimit: 2, weight: 2 });
     const ran = await cli(["release", "k", "--token", "", "--prefix", prefix, "--url", redisUrl()]);

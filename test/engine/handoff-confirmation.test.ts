@@ -39,7 +39,7 @@ async function nobodyElseAdmitted(slots: ReturnType<typeof semaphore>, lease: Se
 // then: another caller got the permit while the first still held it, untold.
 describe("a handed-off lease the holder extends before its confirmation", () => {
   it("keeps the holder's extend: no confirmation cuts it back, and nobody else is admitted", async () => {
-    const { slots, lease } = await handedOff(redisStore(newRedis(), { waiterLeaseMs: 2_000 }), "r4ext");
+    const { slots, lease } = await handedOff(redisStore(newRedis(), { waiterLeaseMs: 2_000 }), "confirm");
     expect(await lease.extend(60_000)).toBe(true);
     await nobodyElseAdmitted(slots, lease, lease.signal);
   }, 20_000);
@@ -57,7 +57,7 @@ describe("a handed-off lease whose holder's extend is in flight at the confirmat
       if (name === "semaphore.extend" && (call as { leaseMs: number }).leaseMs === 60_000) await pause(1_500);
       return answer;
     });
-    const { slots, lease } = await handedOff(store, "r4extf");
+    const { slots, lease } = await handedOff(store, "confirmf");
     const signal = lease.signal;
     expect(await lease.extend(60_000)).toBe(true);
     await nobodyElseAdmitted(slots, lease, signal);

@@ -27,7 +27,7 @@ const settle = (p: Promise<unknown>) =>
 describe.each(stores())("close() racing acquisitions ($name)", ({ make }) => {
   it("acquires of every mode started around close(): nothing held, nothing queued once it resolves", async () => {
     const { store, observer } = make();
-    const prefix = uniquePrefix("r2close");
+    const prefix = uniquePrefix("close");
     for (let round = 0; round < 6; round++) {
       const slots = semaphore({ client: store, limit: 3, prefix });
       const locks = lock({ client: store, prefix });
@@ -65,7 +65,7 @@ describe.each(stores())("close() racing acquisitions ($name)", ({ make }) => {
 
   it("close() on two factories sharing one store: the second keeps working, nothing leaks", async () => {
     const { store, observer } = make();
-    const prefix = uniquePrefix("r2share");
+    const prefix = uniquePrefix("share");
     const a = semaphore({ client: store, limit: 2, prefix });
     const b = semaphore({ client: store, limit: 2, prefix });
     const held = await a.acquire("x");
@@ -84,7 +84,7 @@ describe.each(stores())("close() racing acquisitions ($name)", ({ make }) => {
 
   it("a lease released by its holder while close() takes it back: released once, close resolves", async () => {
     const { store, observer } = make();
-    const prefix = uniquePrefix("r2twice");
+    const prefix = uniquePrefix("twice");
     const slots = semaphore({ client: store, limit: 2, prefix });
     const lease = await slots.acquire("x", { weight: 2 });
     const other = semaphore({ client: observer, limit: 2, prefix });

@@ -15,7 +15,7 @@ describe("redisStore close() racing a call in flight", () => {
   it("a semaphore lease answered after close() can still be released", async () => {
     const store = redisStore(newRedis());
     const observer = redisStore(newRedis());
-    const prefix = uniquePrefix("r3close");
+    const prefix = uniquePrefix("close");
     const slots = semaphore({ client: store, limit: 2, prefix });
     const pending = slots.acquire("k");
     await store.close();
@@ -29,7 +29,7 @@ describe("redisStore close() racing a call in flight", () => {
   it("a lock answered after close() can still be released, and the lock is free", async () => {
     const store = redisStore(newRedis());
     const observer = redisStore(newRedis());
-    const prefix = uniquePrefix("r3closel");
+    const prefix = uniquePrefix("closel");
     const locks = lock({ client: store, prefix });
     const pending = locks.acquire("l");
     await store.close();
@@ -42,7 +42,7 @@ describe("redisStore close() racing a call in flight", () => {
   it("a lease still held when its semaphore closes after the store: its permit comes back", async () => {
     const store = redisStore(newRedis());
     const observer = redisStore(newRedis());
-    const prefix = uniquePrefix("r3closes");
+    const prefix = uniquePrefix("closes");
     const slots = semaphore({ client: store, limit: 2, prefix });
     const lease = await slots.acquire("k", { leaseMs: 60_000 });
     expect(lease).not.toBeNull();
@@ -61,7 +61,7 @@ describe("redisStore close() with a waiter queued", () => {
   it("ends the wait with ShutdownError long before waitMs, and leaves no waiter in Redis", async () => {
     const store = redisStore(newRedis());
     const observer = redisStore(newRedis());
-    const prefix = uniquePrefix("r3closew");
+    const prefix = uniquePrefix("closew");
     const storeKey = keyOf(prefix, "semaphore", "k");
     const slots = semaphore({ client: store, limit: 1, prefix });
     const holder = await slots.acquire("k", { leaseMs: 60_000 });
@@ -124,7 +124,7 @@ describe.each([
     const inner = make();
     const wrapper = Object.create(inner) as Store;
     await wrapper.close?.();
-    const storeKey = `{${uniquePrefix("r3wc")}:k}`;
+    const storeKey = `{${uniquePrefix("wc")}:k}`;
     const call = { storeKey, token: "t", limit: 1, weight: 1, leaseMs: 1000 };
     expect({
       wrapper: await settle(wrapper.semaphore.acquire(call)),
@@ -137,7 +137,7 @@ describe.each([
     const inner = make();
     const spread = { ...inner } as Store;
     expect([typeof spread.watch, typeof spread.close]).toEqual(["function", "function"]);
-    const stop = await spread.watch({ storeKey: `{${uniquePrefix("r3ws")}:k}`, onGrant: () => {} });
+    const stop = await spread.watch({ storeKey: `{${uniquePrefix("ws")}:k}`, onGrant: () => {} });
     stop();
     await spread.close?.();
     await expect(inner.semaphore.count({ storeKey: "{x:y}" })).rejects.toBeInstanceOf(ShutdownError);

@@ -14,7 +14,7 @@ const ODD = ["a~b", "a b", "a@b", "a.b", "~", "~2", "x~3~", "é✓", "a\\b", "%s
 describe.each(STORES)("odd tenants and owners ($name)", ({ make }) => {
   it.each(ODD)("tenant %j with weight 2: counted, reported, and freed alike", async (tenant) => {
     const store = make();
-    const prefix = uniquePrefix("r2odd");
+    const prefix = uniquePrefix("odd");
     const slots = semaphore({ client: store, limit: 4, prefix, tenantLimit: 2 });
     const a = await slots.acquire("k", { tenant, weight: 2, owner: tenant });
     expect(a).not.toBeNull();
@@ -48,7 +48,7 @@ describe.each(STORES)("odd tenants and owners ($name)", ({ make }) => {
 
   it.each(ODD)("lock owner %j is read back by holder()", async (owner) => {
     const store = make();
-    const prefix = uniquePrefix("r2own");
+    const prefix = uniquePrefix("own");
     const locks = lock({ client: store, prefix });
     const l = await locks.acquire("k", { owner });
     expect(await locks.holder("k")).toMatchObject({ owner, token: l?.token, weight: 1 });

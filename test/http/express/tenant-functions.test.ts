@@ -17,7 +17,7 @@ const STORES: { name: string; make: () => Store }[] = [
 describe.each(STORES)("express tenants, odd functions ($name)", ({ make }) => {
   it("throwing tenant, non-string tenant, weight above the tenant's cap: error path, nothing taken, no hang", async () => {
     const client = make();
-    const name = `r2t${Math.random().toString(36).slice(2, 8)}`;
+    const name = `tenantfn${Math.random().toString(36).slice(2, 8)}`;
     const app = express();
     const ok = (_req: Request, res: Response) => res.json({ ok: true });
     app.get(

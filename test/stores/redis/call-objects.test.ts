@@ -12,7 +12,7 @@ import { newRedis, uniquePrefix } from "../../support/redis.js";
 describe("the Redis store reads a call's fields when it is made", () => {
   it("an acquire object reused in the same turn: each call takes its own token", async () => {
     const store = redisStore(newRedis());
-    const storeKey = `{${uniquePrefix("r3reuse")}:k}`;
+    const storeKey = `{${uniquePrefix("reuse")}:k}`;
     const base = { storeKey, limit: 3, weight: 1, leaseMs: 30_000 };
     // Two calls out at once: the next ones of this turn on the id are gathered into one batch.
     const first = store.semaphore.acquire({ ...base, token: "t1" });
@@ -32,7 +32,7 @@ describe("the Redis store reads a call's fields when it is made", () => {
 
   it("a release object changed after the call: the token it was made with is released", async () => {
     const store = redisStore(newRedis());
-    const storeKey = `{${uniquePrefix("r3rel")}:k}`;
+    const storeKey = `{${uniquePrefix("rel")}:k}`;
     const base = { storeKey, limit: 5, weight: 1, leaseMs: 30_000 };
     for (const token of ["a", "b", "c", "d"]) expect((await store.semaphore.acquire({ ...base, token })).acquired).toBe(true);
     const first = store.semaphore.release({ storeKey, token: "a", weight: 1 });
