@@ -1,7 +1,7 @@
 // Builds dist/esm and dist/cjs with tsc (which keeps decorator metadata,
 // unlike esbuild), and marks each folder's module format for Node and for
 // TypeScript's reading of the .d.ts files beside the code. An argument builds
-// into another folder instead of dist (test/package-types.test.ts builds a
+// into another folder instead of dist (test/package/types.test.ts builds a
 // copy of the package to type-check consumers against).
 import { execFileSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";

@@ -187,7 +187,7 @@ export class LeaseholdInterceptor implements NestInterceptor {
       if (!exchange.workOver) return next.handle();
       // The work had ended and Nest calls this again: an interceptor outside ours (retry()) subscribed
       // again, and the handler is called again. That is work too; once the permit is back, it must not
-      // run (test/review7/nest-outer-retry.test.ts).
+      // run (test/http/nestjs/outer-retry.test.ts).
       if (!exchange.workResumed()) {
         throw new ServiceUnavailableException("leasehold: the handler was called again after its permit was given back");
       }

@@ -71,7 +71,7 @@ export function within(request: Record<symbol, unknown>, work: HandlerWork): voi
 /**
  * The hidden parameter is the request itself (`@Req()`): Nest runs no pipe on it, where it runs every
  * global pipe on a custom parameter (a pipe that rebuilds objects handed the handler a copy of the
- * work, and its promise went untracked: test/review7/nest-object-pipe.test.ts). The work stays on
+ * work, and its promise went untracked: test/http/nestjs/handler-work-pipes.test.ts). The work stays on
  * the request: a handler called again for it (a `retry()` interceptor) is tracked again.
  */
 function workOf(request: unknown): HandlerWork | undefined {

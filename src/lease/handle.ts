@@ -152,7 +152,7 @@ export class LeaseHandle implements Lease {
           );
     } catch (error) {
       // Unanswered: the store may have applied it. A shorter lease then ends sooner than the holder
-      // was told (test/review7/extend-shorter-unanswered.test.ts); a longer one changes nothing.
+      // was told (test/engine/extend-shorter.test.ts); a longer one changes nothing.
       const deadline = sentAt + ms - CLOCK_GRAIN_MS;
       if (deadline < this.deadline) this.#moveDeadline(deadline);
       throw error;
@@ -176,7 +176,7 @@ export class LeaseHandle implements Lease {
       return;
     }
     this.deadline = deadline;
-    // Kept by `run`: the keeper watches it (test/review7/kept-extend-shorter.test.ts).
+    // Kept by `run`: the keeper watches it (test/engine/extend-shorter.test.ts).
     this.keeper?.deadlineSooner();
     if (this.#watch !== undefined) {
       backgroundTimers.cancel(this.#watch);

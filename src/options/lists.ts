@@ -12,7 +12,7 @@ import type {
 } from "./types.js";
 
 // The names each call accepts (anything else is refused, see `knownOptions`). Each list
-// `satisfies` its interface, so it names nothing the interface lacks; test/option-lists.test.ts
+// `satisfies` its interface, so it names nothing the interface lacks; test/engine/option-lists.test.ts
 // fails when an interface gains an option its list lacks.
 
 /** The names of some of `T`'s options. */

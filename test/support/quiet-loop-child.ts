@@ -1,5 +1,5 @@
 // A process whose event loop has nothing else to do: the keeper's timers alone must keep a short
-// lease renewed (see test/conformance/keeper.test.ts, issue #27 defect 1). Prints one JSON line per
+// lease renewed (see test/stores/contract/keeper.test.ts, issue #27 defect 1). Prints one JSON line per
 // primitive: whether a second caller got in while the first worked, and how `run` ended.
 import { lock, memoryStore, semaphore } from "../../src/index.js";
 

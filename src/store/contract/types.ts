@@ -169,7 +169,7 @@ export interface LockOperations {
 
 /**
  * Where leases live. `memoryStore()` and `redisStore()` implement it; anything
- * that passes the conformance suite in `test/conformance/` may (see "A store
+ * that passes the conformance suite in `test/stores/contract/` may (see "A store
  * of your own" in docs/clients.md). Each call takes one object; `key` is the
  * base key the primitive derives from its prefix, its kind and the id (`{prefix:kind:id}`).
  *
