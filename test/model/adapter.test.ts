@@ -53,11 +53,11 @@
 // WHAT IT FOUND on the code as it stood, each fixed with a test beside it:
 //  - Hono: a stream the handler made once the guard was done with its response (its lease lost and
 //    the loss answered while it worked on, or a `timeout()` between them answered first) was never
-//    read: its callback waited on its first write forever (test/http/hono-dropped-stream.test.ts).
+//    read: its callback waited on its first write forever (test/http/hono/dropped-stream.test.ts).
 //  - NestJS: a `StreamableFile`'s producer worked on after its client left while the permit went
-//    back at the departure (test/http/nest-streamable-work.test.ts).
+//    back at the departure (test/http/nestjs/streamable-work.test.ts).
 //  - Hono: a loss behind a `timeout()` (the guard could not see the handler's end) was worded as an
-//    operator's release (test/http/hono-timeout.test.ts); the monitor checks that a loss is told as
+//    operator's release (test/http/hono/timeout.test.ts); the monitor checks that a loss is told as
 //    the store's only when an operator freed the lease.
 //
 // HOW IT WAS CHECKED against issue #27's adapter defects, each put back by hand on the fixed code (the

@@ -8,13 +8,13 @@ import { type Context, type Handler, Hono } from "hono";
 import { stream } from "hono/streaming";
 import { timeout } from "hono/timeout";
 import { afterEach, describe, expect, it } from "vitest";
-import { type LeaseholdMiddleware, type SemaphoreLease, semaphore } from "../../integrations/hono/index.js";
-import { semaphore as engine } from "../../src/index.js";
-import { storeKey } from "../../src/store/contract/keys.js";
-import type { Store } from "../../src/store/index.js";
-import { eventually } from "../support/stores.js";
-import { bothStores } from "./frameworks.js";
-import { type HonoRuntime, honoRuntimes } from "./hono-clients.js";
+import { type LeaseholdMiddleware, type SemaphoreLease, semaphore } from "../../../integrations/hono/index.js";
+import { semaphore as engine } from "../../../src/index.js";
+import { storeKey } from "../../../src/store/contract/keys.js";
+import type { Store } from "../../../src/store/index.js";
+import { eventually } from "../../support/stores.js";
+import { bothStores } from "../frameworks.js";
+import { type HonoRuntime, honoRuntimes } from "./runtimes.js";
 
 type Placement = (app: Hono, guard: LeaseholdMiddleware<SemaphoreLease>, handler: Handler) => void;
 

@@ -12,14 +12,14 @@ import { NestFactory } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
 import { FastifyAdapter } from "@nestjs/platform-fastify";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Lease, LeaseholdModule, Semaphore, type SemaphoreLease } from "../../integrations/nestjs/index.js";
-import { CHANNELS, semaphore } from "../../src/index.js";
-import type { Store } from "../../src/store/index.js";
-import { uniquePrefix } from "../support/redis.js";
-import { eventually } from "../support/stores.js";
-import { bothStores } from "./frameworks.js";
-import { getOnce } from "./harness.js";
-import { listenNest } from "./nest-app.js";
+import { Lease, LeaseholdModule, Semaphore, type SemaphoreLease } from "../../../integrations/nestjs/index.js";
+import { CHANNELS, semaphore } from "../../../src/index.js";
+import type { Store } from "../../../src/store/index.js";
+import { uniquePrefix } from "../../support/redis.js";
+import { eventually } from "../../support/stores.js";
+import { bothStores } from "../frameworks.js";
+import { getOnce } from "../harness.js";
+import { listenNest } from "../nest-app.js";
 
 /** What the producer did, and the gate its second step waits at. */
 class Producer {
