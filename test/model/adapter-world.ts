@@ -4,21 +4,19 @@ import { request } from "node:http";
 import { semaphore } from "../../src/index.js";
 import { storeKey } from "../../src/store/contract/keys.js";
 import type { Store } from "../../src/store/index.js";
+import { eventually } from "../support/stores.js";
 import { type ModelApp, startApp, USER_FAILURE } from "./adapter-apps.js";
 import { AdapterMonitor } from "./adapter-monitor.js";
 import { CLOSE_GRACE_MS, GRACE_MS, type Program, type RequestPlan } from "./adapter-program.js";
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** Polls `check` every 10 ms for up to `withinMs`; false if it never held. */
-async function within(withinMs: number, check: () => boolean | Promise<boolean>): Promise<boolean> {
-  const until = performance.now() + withinMs;
-  while (!(await check())) {
-    if (performance.now() > until) return false;
-    await sleep(10);
-  }
-  return true;
-}
+/** `eventually`, as a verdict the monitor records: false if `check` never held within `withinMs`. */
+const within = (withinMs: number, check: () => boolean | Promise<boolean>): Promise<boolean> =>
+  eventually(check, withinMs).then(
+    () => true,
+    () => false,
+  );
 
 interface Answer {
   status: number;
