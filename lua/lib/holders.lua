@@ -6,10 +6,11 @@
 -- members, and no other key ever has to be read (or could be evicted apart) to know them.
 -- Markers sit at negative scores, lease ends at positive ones: at -inf, '~' while waiters exist (see
 -- settle.lua), '~t' while tenant holders exist (the index `tenants`, tenant -> permits held, is then
--- kept, and rebuilt from the holders if it was lost, or when '~r' says it counts pruned permits) and '~h<record>', the id's typical hold
--- (lib/hold.lua); '~f' at minus the last fence granted (see lib/fence.lua, included before this:
--- one ZADD moves it on). Earlier builds kept the fence as '~f<fence>' at -inf: read, and removed.
+-- kept, and rebuilt from the holders if it was lost, or when '~r' says it counts pruned permits) and
+-- '~h<record>', the id's typical hold (lib/hold.lua); '~f' at minus the last fence granted (see
+-- lib/fence.lua: one ZADD moves it on). Earlier builds kept the fence as '~f<fence>' at -inf: read, and removed.
 -- Holders are ranged from '0', a bound no marker reaches.
+-- Needs hold.lua and fence.lua, included before this, and the locals `now_us` (lib/clock.lua).
 
 -- The markers, read once per call with their scores and kept in step with every marker this call
 -- writes: the full path asks for them at many steps (the last fence, the typical hold, '~t', the
@@ -43,6 +44,16 @@ end
 local function marks_now()
   if not known_marks then marks_seed(redis.call('ZRANGEBYSCORE', holders, '-inf', '(0', 'WITHSCORES')) end
   return known_marks
+end
+
+-- Forgets the cache: the next step reads the markers again (after a step that failed part-way).
+local function marks_forget()
+  known_marks = nil
+end
+
+-- The holders set was deleted: no marker is left.
+local function marks_emptied()
+  known_marks = { n = 0, f = 0 }
 end
 
 -- Sets the marker '~' or '~t'.
@@ -93,7 +104,7 @@ local function holders_members(token, weight, score)
 end
 
 -- The tenant index is there (rebuilt from the holders if it was evicted apart from them, or if a
--- fast take pruned tenants' permits without it: the marker '~r').
+-- fast acquire pruned tenants' permits without it: the marker '~r').
 local function tenants_ready(now)
   if not tenants then return end
   if marks_now()['~r'] then
@@ -247,7 +258,6 @@ end
 local function hold_add(now, ends, held)
   local record = hold_last()
   local avg, upto = string.match(record or '', '^(%d+):(%d+)$')
-  avg, upto = tonumber(avg), tonumber(upto)
---!include lib/hold.lua
+  avg, upto = hold_fold(tonumber(avg), tonumber(upto), now, ends, held)
   mark_move('h', string.format('~h%d:%d', avg, upto))
 end

@@ -3,31 +3,35 @@
 -- lib/fence.lua), '~h<record>' (the typical hold, lib/hold.lua), '~t' (tenant holders), '~r' (the
 -- tenant index counts permits pruned without it: rebuild it before reading it). A marker
 -- '~f<fence>' at -inf is the last fence as earlier builds kept it: read, and removed when a
--- fence is next written. Top-level code, not a function: the fast paths define no helper. Needs
--- `holders`; sets `nmarks`, `last` (the last fence, 0 for none), `fenced` (whether the marker '~f'
--- is there), `legacy` (an old fence marker, or nil), `tenanted`, `rebuild` and `record`.
-local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '(0', 'WITHSCORES')
-local nmarks = #marks / 2
-local last, fenced, legacy, tenanted, rebuild, record = 0, false, nil, false, false, nil
-for i = 1, #marks, 2 do
-  local mark = marks[i]
-  if mark == '~' then return {-1} end
-  if mark == '~f' then
-    local f = -(marks[i + 1] + 0)
-    if f > last then last = f end
-    fenced = true
-  elseif mark == '~t' then
-    tenanted = true
-  elseif mark == '~r' then
-    rebuild = true
-  else
-    local kind = string.sub(mark, 1, 2)
-    if kind == '~h' then
-      record = mark
-    elseif kind == '~f' then
-      local f = tonumber(string.sub(mark, 3))
+-- fence is next written.
+
+-- Returns nil when waiters exist (the marker '~'); else the number of markers, the last fence (0 for
+-- none), whether the marker '~f' is there, an old-style fence marker (or nil), whether tenants hold
+-- ('~t'), whether the tenant index must be rebuilt ('~r') and the typical hold's marker (or nil).
+local function marks_read(holders)
+  local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '(0', 'WITHSCORES')
+  local last, fenced, legacy, tenanted, rebuild, record = 0, false, nil, false, false, nil
+  for i = 1, #marks, 2 do
+    local mark = marks[i]
+    if mark == '~' then return nil end
+    if mark == '~f' then
+      local f = -(marks[i + 1] + 0)
       if f > last then last = f end
-      legacy = mark
+      fenced = true
+    elseif mark == '~t' then
+      tenanted = true
+    elseif mark == '~r' then
+      rebuild = true
+    else
+      local kind = string.sub(mark, 1, 2)
+      if kind == '~h' then
+        record = mark
+      elseif kind == '~f' then
+        local f = tonumber(string.sub(mark, 3))
+        if f > last then last = f end
+        legacy = mark
+      end
     end
   end
+  return #marks / 2, last, fenced, legacy, tenanted, rebuild, record
 end

@@ -1,5 +1,5 @@
 // The fast scripts serve one weight-1 take with room, and one weight-1 release that reports no hold,
-// on a straight line ahead of their loop (lua/semaphore-take.lua, semaphore-return.lua); the loop
+// on a straight line ahead of their loop (lua/semaphore-acquire-fast.lua, semaphore-release-fast.lua); the loop
 // serves the same call sent in its long form (five arguments per take, three per release). Both
 // must answer the same and leave the same members and expiry, whatever markers the set holds.
 import { describe, expect, it } from "vitest";
@@ -7,8 +7,8 @@ import { scripts } from "../../src/store/redis/lua.generated.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
 
 type Client = ReturnType<typeof newRedis>;
-const take = scripts.semaphoreTake;
-const back = scripts.semaphoreReturn;
+const take = scripts.semaphoreAcquireFast;
+const back = scripts.semaphoreReleaseFast;
 
 /** The set's members by name, scores aside (fences and lease ends differ between two keys). */
 async function members(redis: Client, key: string): Promise<string[]> {

@@ -4,7 +4,7 @@ import { newRedis, uniquePrefix } from "../support/redis.js";
 
 // The Redis store remembers which ids have tenants (to declare their index on the fast paths) in a
 // set bounded to 10,000 ids that starts over when full. A tenant lease released after that set
-// forgot its id went through semaphore-return.lua without the tenant index: its members were
+// forgot its id went through semaphore-release-fast.lua without the tenant index: its members were
 // removed but its tenant kept counting them, so the tenant stayed "full" with nothing held.
 describe("a tenant lease released after the store forgot its id had tenants", () => {
   it("gives its tenant's share back", async () => {

@@ -1,4 +1,4 @@
-// Review 6 (found while probing the 16-item batches; predated this session, fixed in lua/semaphore-take.lua).
+// Review 6 (found while probing the 16-item batches; predated this session, fixed in lua/semaphore-acquire-fast.lua).
 // On an id where a tenant holds, a Redis store that has not yet seen a tenant there sends a
 // fail-fast acquire without a tenant (the first of a turn) without the tenant index; the script answers -2 ("tenants hold: ask again with the
 // index") and the store re-sends it (redis/fast.ts). The re-sent call goes out only when the answer is

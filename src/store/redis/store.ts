@@ -7,14 +7,14 @@ import { Coalescer } from "./coalesce.js";
 import { FastPaths } from "./fast.js";
 import {
   acquireReply,
+  type FastAcquireAnswer,
+  fastAcquireReply,
   flag,
   heldArgument,
   inspection,
   joinedReplies,
   refreshed,
   releasedReplies,
-  type TakeAnswer,
-  takeReply,
 } from "./replies.js";
 import { runScript, type Script, type Scripts, unexpected } from "./scripts.js";
 import type { RedisClient } from "./types.js";
@@ -29,7 +29,7 @@ import { Announcements } from "./watch.js";
 const semaphoreKeys = (key: string): string[] => [key, `${key}:m`, `${key}:q`, `${key}:qe`, `${key}:t`, `${key}:qt`];
 const lockKeys = (key: string): string[] => [key, `${key}:m`, `${key}:q`, `${key}:qe`];
 /** A fast acquire's fields as they are when the call is made (see `acquire`). */
-const snapshotTake = ({
+const snapshotAcquire = ({
   storeKey,
   token,
   limit,
@@ -97,7 +97,7 @@ export class RedisLeaseStore extends GroupedStore implements Store {
     this.scripts = table;
     this.givesBack = new Set([
       table.semaphoreRelease,
-      table.semaphoreReturn,
+      table.semaphoreReleaseFast,
       table.lockRelease,
       table.semaphoreLeave,
       table.lockLeave,
@@ -146,17 +146,17 @@ export class RedisLeaseStore extends GroupedStore implements Store {
     // A batch is built at the end of the turn, and a fast answer of "waiters here" goes on to the
     // full script after a round trip: both read this copy, not the caller's object, which the
     // caller may reuse or change as soon as the call returns (the memory store reads it at once too).
-    const take = snapshotTake(given);
+    const snapshot = snapshotAcquire(given);
     // Almost every request: one declared key, gathered with the others of the same turn on this id.
-    return this.fast.takes.call(take.storeKey, take, this.#taken);
+    return this.fast.acquires.call(snapshot.storeKey, snapshot, this.#fastAcquired);
   }
 
-  /** A fast take's answer as the Store says it, or the full acquire when the id has waiters. */
-  readonly #taken = (answer: TakeAnswer, take: calls.SemaphoreAcquireCall): AcquireReply | Promise<AcquireReply> =>
-    answer === undefined ? this.#fullAcquire(take) : takeReply(answer);
+  /** A fast acquire's answer as the Store says it, or the full acquire when the id has waiters. */
+  readonly #fastAcquired = (answer: FastAcquireAnswer, call: calls.SemaphoreAcquireCall): AcquireReply | Promise<AcquireReply> =>
+    answer === undefined ? this.#fullAcquire(call) : fastAcquireReply(answer);
 
-  /** A fast return's answer, or the full release when the id has waiters. */
-  readonly #returned = (returned: number | undefined, lease: calls.SemaphoreReleaseCall): boolean | Promise<boolean> =>
+  /** A fast release's answer, or the full release when the id has waiters. */
+  readonly #fastReleased = (returned: number | undefined, lease: calls.SemaphoreReleaseCall): boolean | Promise<boolean> =>
     returned === undefined ? this.#fullRelease(lease) : returned === 1;
 
   /**
@@ -212,7 +212,7 @@ export class RedisLeaseStore extends GroupedStore implements Store {
     if (call.weight !== undefined && !this.fast.contended(call.storeKey)) {
       // A copy, as for an acquire: read at the end of the turn, and again after a round trip.
       const lease = { storeKey: call.storeKey, token: call.token, weight: call.weight, heldMs: call.heldMs };
-      return this.fast.returns.call(lease.storeKey, lease, this.#returned);
+      return this.fast.releases.call(lease.storeKey, lease, this.#fastReleased);
     }
     return this.#fullRelease(call);
   }

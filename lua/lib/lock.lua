@@ -1,5 +1,9 @@
+-- The lock's full path: reading, taking, freeing and granting the lock key, and settling its
+-- waiting room. Needs fence.lua and queue.lua, included before this, and the locals `lock`, `meta`,
+-- `queue`, `expiry`, `now` and `now_us` (lib/clock.lua).
+
 -- How a lock's full path ends: the waiting room's keys live exactly until the last waiter lease
--- ends, and vanish with it. (The lock key expires with its own lease.) Needs fence.lua and queue.lua.
+-- ends, and vanish with it. (The lock key expires with its own lease.)
 local function settle(now)
   local last = queue_latest()
   if not last or last <= now then

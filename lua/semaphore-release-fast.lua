@@ -1,19 +1,25 @@
 #!lua flags=allow-oom
--- allow-oom: under maxmemory with noeviction, a holder must still be able to keep and return what it holds.
--- The release of leases on an id nobody waits for, for one caller or several issued together:
--- no helper. The keys keep their expiry: they still vanish with their latest lease.
--- KEYS[1] holders  KEYS[2] tenants, when a lease has one (see lib/holders.lua)
+-- The release of leases on a semaphore nobody waits for (semaphore-release.lua is the full path),
+-- for one lease or several issued together; it defines only the few helpers it calls. The keys
+-- keep their expiry: they still vanish with their latest lease. allow-oom: under maxmemory with
+-- noeviction, a holder must still be able to keep and return what it holds.
+-- KEYS: [1] holders, [2] tenants when a lease has one (see lib/holders.lua).
 -- ARGV: per lease, token, weight and the ms it was held (-1: not known) (three each); or, for one
--- lease of weight 1 (almost every request), its token alone, or its token and the ms it was held.
--- Returns {-1} when waiters exist (the marker), or when the tenant index must be rebuilt: the caller
--- runs semaphore-release.lua. Else, per lease, 1 when it was live, 0 when it was gone or had lapsed
--- (its members are removed either way): for one lease of weight 1, that number alone rather than a
--- table (Redis turns a table into a reply field by field). A live lease's hold is folded into the
--- id's typical hold (lib/hold.lua).
+--   lease of weight 1 (almost every request), its token alone, or its token and the ms it was held.
+-- Reply: {-1} when waiters exist (the marker), or when the tenant index must be rebuilt: the caller
+--   runs semaphore-release.lua. Else, per lease, 1 when it was live, 0 when it was gone or had
+--   lapsed (its members are removed either way): for one lease of weight 1, that number alone
+--   rather than a table (Redis turns a table into a reply field by field). A live lease's hold is
+--   folded into the id's typical hold (lib/hold.lua).
 local holders, tenants = KEYS[1], KEYS[2]
 --!include lib/marks.lua
-if tenants and tenanted and (rebuild or redis.call('EXISTS', tenants) == 0) then return {-1} end
+--!include lib/hold.lua
 --!include lib/clock.lua
+
+local nmarks, last, fenced, legacy, tenanted, rebuild, record = marks_read(holders)
+if not nmarks then return {-1} end
+if tenants and tenanted and (rebuild or redis.call('EXISTS', tenants) == 0) then return {-1} end
+local now, now_us = clock()
 
 -- The typical hold's figures (lib/hold.lua), parsed when first needed.
 local avg, upto, parsed, wrote = nil, nil, false, false
@@ -94,7 +100,7 @@ for i = 1, nargs, 3 do
         avg, upto = string.match(record or '', '(%d+):(%d+)$')
         avg, upto, parsed = tonumber(avg), tonumber(upto), true
       end
---!include lib/hold.lua
+      avg, upto = hold_fold(avg, upto, now, ends, held)
       wrote = true
     end
   elseif not short then

@@ -1,27 +1,33 @@
 #!lua
--- A shebang without allow-oom: at maxmemory with noeviction, taking a new lease is refused up front (OOM).
--- The fail-fast acquire, for one caller or for several issued together (the store coalesces the
--- calls of one turn on one id, in the order they were made): almost every request makes this call,
--- so it declares the holders set (and the tenant index when a caller has a tenant) and defines no
--- helper.
--- KEYS[1] holders  KEYS[2] tenants, when a caller has one  (see lib/holders.lua)
+-- The fail-fast acquire of a semaphore nobody waits for (semaphore-acquire.lua is the full path),
+-- for one caller or for several issued together (the store coalesces the calls of one turn on one
+-- id, in the order they were made). Almost every request makes this call, so it declares the
+-- holders set alone (and the tenant index when a caller has a tenant) and defines only the few
+-- helpers it calls. The shebang has no allow-oom: at maxmemory with noeviction, taking a new lease
+-- is refused up front (OOM).
+-- KEYS: [1] holders, [2] tenants when a caller has one (see lib/holders.lua).
 -- ARGV: per call, token, limit, lease ms, weight, tenant cap (0: none) (five each); or, for one call
--- of weight 1 and no cap (almost every request), token, limit and lease ms alone.
--- Returns {-1} when waiters exist (the marker) or the tenant index must be rebuilt: the caller runs
--- semaphore-acquire.lua. Else two numbers per call: 0 and its fence when it holds its
--- permits (lib/fence.lua: the calls' fences follow one another, in order); when refused, the ms
--- until the nearest lease ends (negative: refused because its tenant is at its cap, the ms until
--- the tenant's own nearest lease ends) and the id's typical hold (lib/hold.lua; 0: none). A call of
--- three arguments that holds gets its fence alone, a number rather than a table: Redis turns a
--- table into a reply field by field (it looks up 'err', 'ok' and five more names first).
+--   of weight 1 and no cap (almost every request), token, limit and lease ms alone.
+-- Reply: {-1} when waiters exist (the marker) or the tenant index must be rebuilt: the caller runs
+--   semaphore-acquire.lua. Else two numbers per call: 0 and its fence when it holds its permits
+--   (lib/fence.lua: the calls' fences follow one another, in order); when refused, the ms until the
+--   nearest lease ends (negative: refused because its tenant is at its cap, the ms until the
+--   tenant's own nearest lease ends) and the id's typical hold (lib/hold.lua; 0: none). A call of
+--   three arguments that holds gets its fence alone, a number rather than a table: Redis turns a
+--   table into a reply field by field (it looks up 'err', 'ok' and five more names first).
 local holders, tenants = KEYS[1], KEYS[2]
 --!include lib/marks.lua
+--!include lib/hold.lua
+--!include lib/clock.lua
+
+local nmarks, last, fenced, legacy, tenanted, rebuild, record = marks_read(holders)
+if not nmarks then return {-1} end
 -- The index must be there and count only present members ('~r': rebuild it), else the full script
 -- rebuilds it. Without the index declared (no caller of this call has a tenant), tenants holding
 -- matter only to a pruning of lapsed holders, which then marks the index for rebuilding: every call
 -- is served in its turn (a call asked again would be served after the calls issued after it).
 if tenanted and tenants and (rebuild or redis.call('EXISTS', tenants) == 0) then return {-1} end
---!include lib/clock.lua
+local now, now_us = clock()
 
 local card = redis.call('ZCARD', holders) - nmarks
 -- Almost every request: one call of weight 1, no tenant, room for it. The loop below does the same
@@ -149,13 +155,11 @@ for i = 1, #ARGV, step do
       end
     end
     out[#out + 1] = -nearest
---!include lib/hold-read.lua
-    out[#out + 1] = hold
+    out[#out + 1] = hold_read(record, now)
   else
     local first = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES', 'LIMIT', '0', '1')
     out[#out + 1] = math.max(1, tonumber(first[2]) - now)
---!include lib/hold-read.lua
-    out[#out + 1] = hold
+    out[#out + 1] = hold_read(record, now)
   end
 end
 if latest then
