@@ -19,13 +19,13 @@ local token, ttl, claim, maxQueue = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]
 --!include lib/hold.lua
 local now, now_us = clock()
 
--- The common case first, before any helper is defined: nobody waiting.
+-- The common case first, before the waiting room's helpers are defined: nobody waiting.
 if redis.call('EXISTS', queue) == 0 then
   local value = redis.call('GET', lock)
   local holder, last, rest = nil, 0, ''
   if value then
     local who, fence, tail = string.match(value, '^(%S+) (%d+)(.*)$')
-    holder, last, rest = who or value, tonumber(fence) or 0, tail or ''
+    holder, last, rest = who, tonumber(fence), tail
   end
   if not holder or holder == '~' then
     -- Free (or lapsed): now ours, expiring on the server's clock; the typical hold stays.

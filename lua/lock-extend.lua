@@ -6,7 +6,7 @@
 -- Reply: 1 when extended, 0 when the lock expired or belongs to someone else.
 local value = redis.call('GET', KEYS[1])
 -- '<token> <fence>[ <record>]' (see lock-acquire.lua); a free lock's '~ <fence>' is nobody's.
-if not value or (string.match(value, '^(%S+) %d+') or value) ~= ARGV[1] then return 0 end
+if not value or string.match(value, '^(%S+) %d+') ~= ARGV[1] then return 0 end
 --!include lib/clock.lua
 local now, now_us = clock()
 -- PXAT end - 1: see lock-acquire.lua.

@@ -10,7 +10,7 @@ local now, now_us = clock()
 local held = {}
 -- '<token> <fence>[ <record>]', or '~ <fence>[ <record>]' while free (see lock-acquire.lua).
 local value = redis.call('GET', lock)
-local token = value and (string.match(value, '^(%S+) %d+') or value)
+local token = value and string.match(value, '^(%S+) %d+')
 local ends = redis.call('PEXPIRETIME', lock) + 1
 if token and token ~= '~' and ends > now then held = {token, 1, ends - now} end
 local waiting = {}

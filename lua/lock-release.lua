@@ -13,17 +13,17 @@ local token, held = ARGV[1], tonumber(ARGV[2]) or -1
 --!include lib/hold.lua
 local now, now_us = clock()
 
--- The hot path first, before any helper is defined: nobody waiting. (Value, fence and typical
--- hold: see lock-acquire.lua; the key stays, free, while the clock has not passed the fence or
--- while the typical hold counts.)
+-- The hot path first, before the waiting room's helpers are defined: nobody waiting. (Value, fence
+-- and typical hold: see lock-acquire.lua; the key stays, free, while the clock has not passed the
+-- fence or while the typical hold counts.)
 local ours = false
 local value = redis.call('GET', lock)
 if value then
   local who, fence, rest = string.match(value, '^(%S+) (%d+)(.*)$')
-  if (who or value) == token then
+  if who == token then
     ours = true
-    fence = tonumber(fence) or 0
-    local avg, upto = string.match(rest or '', '^ (%d+):(%d+)$')
+    fence = tonumber(fence)
+    local avg, upto = string.match(rest, '^ (%d+):(%d+)$')
     avg, upto = tonumber(avg), tonumber(upto)
     if held >= 0 then
       -- The lease ends one ms after the key's PXAT (see lock-acquire.lua).

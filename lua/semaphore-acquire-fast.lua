@@ -20,7 +20,7 @@ local holders, tenants = KEYS[1], KEYS[2]
 --!include lib/hold.lua
 --!include lib/clock.lua
 
-local nmarks, last, fenced, legacy, tenanted, rebuild, record = marks_read(holders)
+local nmarks, last, fenced, tenanted, rebuild, record = marks_read(holders)
 if not nmarks then return {-1} end
 -- The index must be there and count only present members ('~r': rebuild it), else the full script
 -- rebuilds it. Without the index declared (no caller of this call has a tenant), tenants holding
@@ -37,7 +37,6 @@ if #ARGV == 3 and card < ARGV[2] + 0 and not string.find(ARGV[1], '@', 1, true) 
   local ends = now + ARGV[3]
   if now_us > last then last = now_us else last = last + 1 end
   redis.call('ZADD', holders, string.format('%d', ends), ARGV[1], string.format('%d', -last), '~f')
-  if legacy then redis.call('ZREM', holders, legacy) end
   -- As below: until the lease ends, and the clock has passed the fence; a new key gets its first expiry.
   local at = ends + 1
   if last >= ends * 1000 then at = (last - last % 1000) / 1000 + 1 end
@@ -164,9 +163,8 @@ for i = 1, #ARGV, step do
 end
 if latest then
   -- The marker's score moves on to the last fence given (one ZADD: the member stays, the set never
-  -- empties), unless the grant's own ZADD moved it; an old-style marker goes.
+  -- empties), unless the grant's own ZADD moved it.
   if stale then redis.call('ZADD', holders, string.format('%d', -last), '~f') end
-  if legacy then redis.call('ZREM', holders, legacy) end
   -- The key lives until its latest lease ends, and the clock has passed its fence. GT only ever
   -- raises an existing expiry (every script leaves the key with one). Not one ms sooner: the
   -- tenants' index lives as long, and must not outlive the set whose '~t' says it is kept.

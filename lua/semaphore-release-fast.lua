@@ -16,7 +16,7 @@ local holders, tenants = KEYS[1], KEYS[2]
 --!include lib/hold.lua
 --!include lib/clock.lua
 
-local nmarks, last, fenced, legacy, tenanted, rebuild, record = marks_read(holders)
+local nmarks, last, fenced, tenanted, rebuild, record = marks_read(holders)
 if not nmarks then return {-1} end
 if tenants and tenanted and (rebuild or redis.call('EXISTS', tenants) == 0) then return {-1} end
 local now, now_us = clock()
@@ -31,9 +31,9 @@ local out, answer = nil, 0
 if not short then out = {} end
 -- The arguments the loop below reads: none when the straight line has served the one lease.
 local nargs = #ARGV
--- Almost every release: one lease of weight 1, its hold not reported, no tenant, no old-style fence
--- marker. The loop below does the same for it; this straight line runs a fraction of its Lua.
-if #ARGV == 1 and not tenants and not legacy then
+-- Almost every release: one lease of weight 1, its hold not reported, no tenant. The loop below
+-- does the same for it; this straight line runs a fraction of its Lua.
+if #ARGV == 1 and not tenants then
   local score = redis.call('ZSCORE', holders, ARGV[1])
   if score then
     -- The last lease, and the clock has passed the last fence: its marker goes too (lib/fence.lua).
@@ -63,10 +63,10 @@ for i = 1, nargs, 3 do
     -- The tenant's sign matters only for a tenant's index or a heavier lease's further permits.
     local sign = (tenants or weight > 1) and string.find(token, '@', 1, true)
     -- The last of them, and the clock has passed the last fence (lib/fence.lua): its marker goes in
-    -- the same ZREM (and an old-style one).
-    local gone = (fenced or legacy) and present == weight and last < now_us
+    -- the same ZREM.
+    local gone = fenced and present == weight and last < now_us
     local removed
-    if weight == 1 and not legacy then
+    if weight == 1 then
       -- The common case, without building a table for unpack.
       if gone then removed = redis.call('ZREM', holders, token, '~f') - 1 else removed = redis.call('ZREM', holders, token) end
     else
@@ -74,10 +74,7 @@ for i = 1, nargs, 3 do
       if sign then base, suffix = string.sub(token, 1, sign - 1), string.sub(token, sign) end
       local members = { token }
       for w = 2, weight do members[#members + 1] = base .. '~' .. w .. suffix end
-      if gone then
-        if fenced then members[#members + 1] = '~f' end
-        if legacy then members[#members + 1] = legacy end
-      end
+      if gone then members[#members + 1] = '~f' end
       -- In slices: Lua's unpack stops at 8,000 values (a weight past 8,000).
       removed = 0
       for from = 1, #members, 4000 do
@@ -85,7 +82,7 @@ for i = 1, nargs, 3 do
       end
       if gone then removed = removed - #members + weight end
     end
-    if gone then fenced, legacy = false, nil end
+    if gone then fenced = false end
     present = present - removed
     if sign and tenants then
       local tenant = string.sub(token, sign + 1)
@@ -129,12 +126,12 @@ if present == 0 and not tenantMark then
     upto = upto_text and upto_text + 0
   end
   local keep = nil
-  if (fenced or legacy) and last >= now_us then keep = math.floor(last / 1000) + 1 end
+  if fenced and last >= now_us then keep = math.floor(last / 1000) + 1 end
   if upto and upto > now and (not keep or upto > keep) then keep = upto end
   if keep then
     if keep ~= upto or not upto_text then upto_text = string.format('%d', keep) end
     redis.call('PEXPIREAT', holders, upto_text)
-  elseif record or fenced or legacy then
+  elseif record or fenced then
     redis.call('DEL', holders)
   end
   -- Else the set held no marker either: the ZREM that emptied it removed the key already.

@@ -17,12 +17,11 @@ end
 
 -- The lock's holder (nil when free), its last fence (0 when none is kept) and the rest of its value:
 -- '' or ' <record>', the typical hold (lib/hold.lua). The value is '<token> <fence>[ <record>]', or
--- '~ <fence>[ <record>]' while free; a bare token is a lock taken before fences.
+-- '~ <fence>[ <record>]' while free.
 local function lock_read()
   local value = redis.call('GET', lock)
   if not value then return nil, 0, '' end
   local who, fence, rest = string.match(value, '^(%S+) (%d+)(.*)$')
-  if not who then return value, 0, '' end
   if who == '~' then return nil, tonumber(fence), rest end
   return who, tonumber(fence), rest
 end

@@ -1,16 +1,14 @@
 -- The holders set's markers (every member at a negative score), read at once by the fast paths: '~'
 -- (waiters: the caller takes the full script, {-1}), '~f' (the last fence, as its negated score:
 -- lib/fence.lua), '~h<record>' (the typical hold, lib/hold.lua), '~t' (tenant holders), '~r' (the
--- tenant index counts permits pruned without it: rebuild it before reading it). A marker
--- '~f<fence>' at -inf is the last fence as earlier builds kept it: read, and removed when a
--- fence is next written.
+-- tenant index counts permits pruned without it: rebuild it before reading it).
 
 -- Returns nil when waiters exist (the marker '~'); else the number of markers, the last fence (0 for
--- none), whether the marker '~f' is there, an old-style fence marker (or nil), whether tenants hold
--- ('~t'), whether the tenant index must be rebuilt ('~r') and the typical hold's marker (or nil).
+-- none), whether the marker '~f' is there, whether tenants hold ('~t'), whether the tenant index
+-- must be rebuilt ('~r') and the typical hold's marker (or nil).
 local function marks_read(holders)
   local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '(0', 'WITHSCORES')
-  local last, fenced, legacy, tenanted, rebuild, record = 0, false, nil, false, false, nil
+  local last, fenced, tenanted, rebuild, record = 0, false, false, false, nil
   for i = 1, #marks, 2 do
     local mark = marks[i]
     if mark == '~' then return nil end
@@ -22,16 +20,9 @@ local function marks_read(holders)
       tenanted = true
     elseif mark == '~r' then
       rebuild = true
-    else
-      local kind = string.sub(mark, 1, 2)
-      if kind == '~h' then
-        record = mark
-      elseif kind == '~f' then
-        local f = tonumber(string.sub(mark, 3))
-        if f > last then last = f end
-        legacy = mark
-      end
+    elseif string.sub(mark, 1, 2) == '~h' then
+      record = mark
     end
   end
-  return #marks / 2, last, fenced, legacy, tenanted, rebuild, record
+  return #marks / 2, last, fenced, tenanted, rebuild, record
 end

@@ -1,6 +1,6 @@
 // The fast scripts serve one weight-1 take with room, and one weight-1 release that reports no hold,
 // on a straight line ahead of their loop (lua/semaphore-acquire-fast.lua, semaphore-release-fast.lua); the loop
-// serves the same call sent in its long form (five arguments per take, three per release). Both
+// serves the same call sent in its long form (five arguments per acquire, three per release). Both
 // must answer the same and leave the same members and expiry, whatever markers the set holds.
 import { describe, expect, it } from "vitest";
 import { scripts } from "../../src/store/redis/lua.generated.js";
@@ -21,7 +21,7 @@ async function expiry(redis: Client, key: string): Promise<"gone" | "none" | "se
   return ms === -2 ? "gone" : ms === -1 ? "none" : "set";
 }
 
-/** Markers as the set may hold them before a call: the fence, the typical hold, tenants, old fence. */
+/** Markers as the set may hold them before a call: the fence, the typical hold, tenants, other holders. */
 const setups: [string, (redis: Client, key: string) => Promise<void>][] = [
   ["a new key", async () => {}],
   ["a fence marker alone", async (redis, key) => void (await redis.zadd(key, "-1", "~f"))],
