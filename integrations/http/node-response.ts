@@ -147,7 +147,7 @@ function pipeEndsWork(res: Reporting): void {
  * `json`, `sendFile` and pipes all call `end`): `end` is wrapped on this
  * response object when the middleware runs, and `finish` counts too. The
  * wrap must be in place before the handler runs, not only once the client
- * left (review 6): a middleware mounted earlier that replaced `end` and
+ * left: a middleware mounted earlier that replaced `end` and
  * streams the body itself (compression) may never call the original once
  * its client stopped reading, so only the handler's own call says it is
  * done. A stream piped into the response that closes after the client

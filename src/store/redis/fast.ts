@@ -11,7 +11,8 @@ import type { Script, Scripts } from "./scripts.js";
 const COALESCE_FROM = 2;
 /**
  * Items at which a gathered call goes at once rather than at the end of the turn (measured at
- * concurrency 64: 8 to 32 alike, 4 too few; bench/HISTORY.md, "Batches that overlap").
+ * concurrency 64: 8 to 32 alike, 4 too few): the server starts on a full batch while this process
+ * makes the next.
  */
 const MAX_BATCH = 16;
 /** Ids remembered as having waiters (or tenants); past this, forgetting costs one round trip. */

@@ -50,7 +50,7 @@ const isOne = (reply: number | undefined): boolean => reply === 1;
  * paths' coalescing, ./fast.ts), and at most this many in one. On a contended id, bodies that
  * started in one turn end in one, and their releases reached the server together anyway, each
  * paying the script call, the clock, the marker read and settle; the server answered none before
- * the last had run (bench/HISTORY.md, "Contended hand-off, fourth round").
+ * the last had run. One call runs them one after another and settles once.
  */
 const RELEASES_FROM = 2;
 const MAX_RELEASES = 16;
@@ -63,7 +63,8 @@ const gatherReleases = (flush: () => void): void => void setImmediate(flush);
 /**
  * Full acquires on one id gathered into one call (lua/semaphore-acquire.lua takes several) while
  * this many are out, until the end of the microtasks: on a contended id, the callers whose
- * releases one reply answered join again together (bench/HISTORY.md, "Contended hand-off, fifth round").
+ * releases one reply answered join again together, and their joins were the larger half of a
+ * hand-off's server work once the releases were gathered.
  */
 const JOINS_FROM = 1;
 const keysOf = (kind: Kind, key: string): string[] => (kind === "semaphore" ? semaphoreKeys(key) : lockKeys(key));
