@@ -16,7 +16,6 @@
 local lock, meta, queue, expiry, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], nil
 local token, ttl, claim, maxQueue = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 --!include lib/clock.lua
---!include lib/hold.lua
 local now, now_us = clock()
 
 -- The common case first, before the waiting room's helpers are defined: nobody waiting.
@@ -39,6 +38,7 @@ if redis.call('EXISTS', queue) == 0 then
     return {1, 0, last}
   end
   if claim == 0 then
+--!include lib/hold-read.lua
     return {0, math.max(1, redis.call('PEXPIRETIME', lock) + 1 - now), hold_read(rest, now)}
   end
 end
@@ -78,6 +78,7 @@ settle(now)
 if reply[1] ~= 1 then
   reply[2] = lock_next(now)
   local _, _, record = lock_read()
+--!include lib/hold-read.lua
   reply[3] = hold_read(record, now)
 end
 return reply

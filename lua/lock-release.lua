@@ -10,7 +10,6 @@
 local lock, meta, queue, expiry, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], nil
 local token, held = ARGV[1], tonumber(ARGV[2]) or -1
 --!include lib/clock.lua
---!include lib/hold.lua
 local now, now_us = clock()
 
 -- The hot path first, before the waiting room's helpers are defined: nobody waiting. (Value, fence
@@ -27,6 +26,7 @@ if value then
     avg, upto = tonumber(avg), tonumber(upto)
     if held >= 0 then
       -- The lease ends one ms after the key's PXAT (see lock-acquire.lua).
+--!include lib/hold.lua
       avg, upto = hold_fold(avg, upto, now, redis.call('PEXPIRETIME', lock) + 1, held)
     end
     local keep = nil

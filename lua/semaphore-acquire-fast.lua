@@ -17,7 +17,6 @@
 --   table into a reply field by field (it looks up 'err', 'ok' and five more names first).
 local holders, tenants = KEYS[1], KEYS[2]
 --!include lib/marks.lua
---!include lib/hold.lua
 --!include lib/clock.lua
 
 local nmarks, last, fenced, tenanted, rebuild, record = marks_read(holders)
@@ -56,6 +55,7 @@ local fresh = card == 0 and nmarks == 0
 local stale = false
 local out = {}
 local latest = nil
+local hold = nil
 for i = 1, #ARGV, step do
   -- Numbers read by arithmetic (tonumber parses twice), strings compared where none is needed.
   local token, limit, lease = ARGV[i], ARGV[i + 1] + 0, ARGV[i + 2] + 0
@@ -142,23 +142,29 @@ for i = 1, #ARGV, step do
       out[#out + 1] = 0
       out[#out + 1] = last
     end
-  elseif cap > 0 and used + weight > cap then
-    -- The tenant's own figure: when one of its leases ends.
-    local nearest = 1
-    local live = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES')
-    for j = 1, #live, 2 do
-      local t = string.find(live[j], '@', 1, true)
-      if t and string.sub(live[j], t + 1) == tenant then
-        nearest = math.max(1, tonumber(live[j + 1]) - now)
-        break
-      end
-    end
-    out[#out + 1] = -nearest
-    out[#out + 1] = hold_read(record, now)
   else
-    local first = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES', 'LIMIT', '0', '1')
-    out[#out + 1] = math.max(1, tonumber(first[2]) - now)
-    out[#out + 1] = hold_read(record, now)
+    if cap > 0 and used + weight > cap then
+      -- The tenant's own figure: when one of its leases ends.
+      local nearest = 1
+      local live = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES')
+      for j = 1, #live, 2 do
+        local t = string.find(live[j], '@', 1, true)
+        if t and string.sub(live[j], t + 1) == tenant then
+          nearest = math.max(1, tonumber(live[j + 1]) - now)
+          break
+        end
+      end
+      out[#out + 1] = -nearest
+    else
+      local first = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES', 'LIMIT', '0', '1')
+      out[#out + 1] = math.max(1, tonumber(first[2]) - now)
+    end
+    -- The typical hold, read at the call's first refusal (an acquire never writes it).
+    if not hold then
+--!include lib/hold-read.lua
+      hold = hold_read(record, now)
+    end
+    out[#out + 1] = hold
   end
 end
 if latest then

@@ -27,7 +27,6 @@ local holders, meta, queue, expiry, tenants, turns = KEYS[1], KEYS[2], KEYS[3], 
 local token, limit, weight, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local claim, cap = tonumber(ARGV[5]), tonumber(ARGV[7])
 --!include lib/clock.lua
---!include lib/hold.lua
 local now, now_us = clock()
 
 -- The markers (lib/holders.lua): the common case has none but the last fence's ('~f', lib/fence.lua)
@@ -77,10 +76,13 @@ if #ARGV == 8 and cap == 0 and not string.find(token, '@', 1, true) and plain th
   end
   if claim == 0 then
     local first = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+--!include lib/hold-read.lua
     return {0, math.max(1, tonumber(first[2]) - now), 0, hold_read(record, now)}
   end
 end
 
+--!include lib/hold.lua
+--!include lib/hold-read.lua
 --!include lib/fence.lua
 --!include lib/holders.lua
 --!include lib/queue.lua

@@ -13,7 +13,6 @@
 --   folded into the id's typical hold (lib/hold.lua).
 local holders, tenants = KEYS[1], KEYS[2]
 --!include lib/marks.lua
---!include lib/hold.lua
 --!include lib/clock.lua
 
 local nmarks, last, fenced, tenanted, rebuild, record = marks_read(holders)
@@ -97,6 +96,7 @@ for i = 1, nargs, 3 do
         avg, upto = string.match(record or '', '(%d+):(%d+)$')
         avg, upto, parsed = tonumber(avg), tonumber(upto), true
       end
+--!include lib/hold.lua
       avg, upto = hold_fold(avg, upto, now, ends, held)
       wrote = true
     end

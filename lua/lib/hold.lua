@@ -15,11 +15,3 @@ local function hold_fold(avg, upto, now, ends, held)
   if upto and upto > now then avg = math.floor((4 * avg + held + 2) / 5) else avg = math.floor(held) end
   return avg, math.min(ends, now + math.max(1000, 4 * avg))
 end
-
--- What a refusal says of the typical hold: the record's average, at least 1 ms, while it counts; 0
--- when none does. `record` is the record, its marker '~h<record>' or its suffix ' <record>' (or nil).
-local function hold_read(record, now)
-  local avg, upto = string.match(record or '', '(%d+):(%d+)$')
-  if upto and tonumber(upto) > now then return math.max(1, tonumber(avg)) end
-  return 0
-end
