@@ -29,7 +29,7 @@ export function holdUntil(record: HoldRecord | undefined, now: number): number |
   return record !== undefined && record.until > now ? record.until : undefined;
 }
 
-/** A reply that did not acquire says the id's typical hold, at least 1 ms, while it counts (lua/lib/hold.lua). */
+/** A reply that did not acquire says the id's typical hold, at least 1 ms, while it counts (lua/lib/hold-read.lua). */
 export function holdRead(reply: AcquireReply, record: HoldRecord | undefined, now: number): AcquireReply {
   if (!reply.acquired && record !== undefined && record.until > now) reply.holdMs = Math.max(1, record.avg);
   return reply;

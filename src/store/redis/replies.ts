@@ -8,7 +8,7 @@ const STATUS_REPLIES = [0, 1, 2, 3, 4];
 /** A fence as the scripts send it: a positive safe integer. */
 const isFence = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n > 0;
 
-/** The id's typical hold as the scripts send it (lua/lib/hold.lua): whole ms, 0 for none. */
+/** The id's typical hold as the scripts send it (lua/lib/hold-read.lua): whole ms, 0 for none. */
 const isHold = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n >= 0;
 
 /**
