@@ -12,11 +12,31 @@
 --   rather than a table (Redis turns a table into a reply field by field). A live lease's hold is
 --   folded into the id's typical hold (lib/hold.lua).
 local holders, tenants = KEYS[1], KEYS[2]
---!include lib/marks.lua
 --!include lib/clock.lua
 
-local nmarks, last, fenced, tenanted, rebuild, record = marks_read(holders)
-if not nmarks then return {-1} end
+-- The holders set's markers (every member at a negative score; see lib/holders.lua), read here
+-- rather than by a helper: a Lua function is made anew on every call of its script, and this is
+-- almost every request's. '~' (waiters: the full script, {-1}), '~f' (the last fence, as its
+-- negated score: lib/fence.lua), '~h<record>' (the typical hold, lib/hold.lua), '~t' (tenant
+-- holders), '~r' (the tenant index counts permits pruned without it: rebuild it first).
+local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '(0', 'WITHSCORES')
+local nmarks = #marks / 2
+local last, fenced, tenanted, rebuild, record = 0, false, false, false, nil
+for i = 1, #marks, 2 do
+  local mark = marks[i]
+  if mark == '~' then return {-1} end
+  if mark == '~f' then
+    local f = -(marks[i + 1] + 0)
+    if f > last then last = f end
+    fenced = true
+  elseif mark == '~t' then
+    tenanted = true
+  elseif mark == '~r' then
+    rebuild = true
+  elseif string.sub(mark, 1, 2) == '~h' then
+    record = mark
+  end
+end
 if tenants and tenanted and (rebuild or redis.call('EXISTS', tenants) == 0) then return {-1} end
 local now, now_us = clock()
 

@@ -4,7 +4,7 @@
 // tenant index; a call of the same turn with a tenant goes in a call of its own, with the index. When
 // the first had to prune a lapsed tenant's permit, the script asked it again (-2), and the second
 // call, already sent, was served before it. Now the first prunes without the index and marks the
-// index for rebuilding ('~r' in lib/marks.lua): both are served in call order, and the next call
+// index for rebuilding ('~r' in the holders set, lua/lib/holders.lua): both are served in call order, and the next call
 // that reads the index rebuilds it from the holders, so the pruned permit is not counted forever.
 import { describe, expect, it } from "vitest";
 import { type Lease, memoryStore, type SemaphoreLease, semaphore } from "../../src/index.js";
