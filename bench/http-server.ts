@@ -27,7 +27,7 @@ const redis = modes.some((mode) => mode.startsWith("redis")) ? new Redis(process
 const limit = 10_000;
 
 // COUNT_CALLS=1: on SIGTERM, print the script calls by script and item count, and the writes to the Redis
-// socket (bench/prototypes/http-redis-side.mjs --count): how much coalescing the HTTP load really gets.
+// socket (bench/floors/http-redis-side.mjs --count): how much coalescing the HTTP load really gets.
 if (process.env.COUNT_CALLS === "1" && redis !== undefined) {
   const counts = new Map<string, number>();
   const evalsha = redis.evalsha.bind(redis) as (...args: unknown[]) => Promise<unknown>;

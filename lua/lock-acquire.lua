@@ -1,29 +1,30 @@
 #!lua
--- A shebang without allow-oom: at maxmemory with noeviction, taking a new lease is refused up front (OOM).
--- Take a lock, or join its waiting room, or say how long it stays held.
+-- Take a lock, or join its waiting room, or say how long it stays held. The shebang has no
+-- allow-oom: at maxmemory with noeviction, taking a new lease is refused up front (OOM).
 -- The lock key's value is '<token> <fence>' (lib/fence.lua), or '~ <fence>' for a free lock that
 -- keeps its last fence until the clock has passed it, either followed by ' <record>', the lock's
--- typical hold (lib/hold.lua), which it keeps while that counts. A lease that ends at `e` is the key with
--- PXAT e - 1: Redis drops a key once its time is past PXAT, so the lock is held while now < e, as
--- everywhere else (scores, the memory store).
--- KEYS[1] lock  KEYS[2] meta  KEYS[3] queue  KEYS[4] expiry  (see lib/queue.lua)
--- ARGV[1] token  ARGV[2] ttl ms  ARGV[3] claim ms (waiter lease; 0 fails fast)
--- ARGV[4] max queue length, 0 for none
--- Returns {1, 0, fence} when the token holds the lock, {2, ms, hold} when it waits, {0, ms, hold}
--- when refused, {3, ms, hold} when the queue is full; ms until the lock expires, hold the lock's
--- typical hold in ms (lib/hold.lua; 0: none). A token already holding (a re-sent acquire, a claim)
--- keeps its fence.
+-- typical hold (lib/hold.lua), which it keeps while that counts. A lease that ends at `e` is the
+-- key with PXAT e - 1: Redis drops a key once its time is past PXAT, so the lock is held while
+-- now < e, as everywhere else (scores, the memory store).
+-- KEYS: [1] lock, [2] meta, [3] queue, [4] expiry (see lib/queue.lua).
+-- ARGV: [1] token, [2] ttl ms, [3] claim ms (waiter lease; 0 fails fast), [4] max queue length (0
+--   for none).
+-- Reply: {1, 0, fence} when the token holds the lock, {2, ms, hold} when it waits, {0, ms, hold}
+--   when refused, {3, ms, hold} when the queue is full; ms until the lock expires, hold the lock's
+--   typical hold in ms (lib/hold.lua; 0: none). A token already holding (a re-sent acquire, a
+--   claim) keeps its fence.
 local lock, meta, queue, expiry, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], nil
 local token, ttl, claim, maxQueue = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 --!include lib/clock.lua
+local now, now_us = clock()
 
--- The common case first, before any helper is defined: nobody waiting.
+-- The common case first, before the waiting room's helpers are defined: nobody waiting.
 if redis.call('EXISTS', queue) == 0 then
   local value = redis.call('GET', lock)
   local holder, last, rest = nil, 0, ''
   if value then
     local who, fence, tail = string.match(value, '^(%S+) (%d+)(.*)$')
-    holder, last, rest = who or value, tonumber(fence) or 0, tail or ''
+    holder, last, rest = who, tonumber(fence), tail
   end
   if not holder or holder == '~' then
     -- Free (or lapsed): now ours, expiring on the server's clock; the typical hold stays.
@@ -37,15 +38,14 @@ if redis.call('EXISTS', queue) == 0 then
     return {1, 0, last}
   end
   if claim == 0 then
-    local record = rest
 --!include lib/hold-read.lua
-    return {0, math.max(1, redis.call('PEXPIRETIME', lock) + 1 - now), hold}
+    return {0, math.max(1, redis.call('PEXPIRETIME', lock) + 1 - now), hold_read(rest, now)}
   end
 end
 
 --!include lib/fence.lua
 --!include lib/queue.lua
---!include lib/settle-lock.lua
+--!include lib/lock.lua
 
 local waiting = redis.call('EXISTS', queue) == 1
 if waiting then
@@ -79,6 +79,6 @@ if reply[1] ~= 1 then
   reply[2] = lock_next(now)
   local _, _, record = lock_read()
 --!include lib/hold-read.lua
-  reply[3] = hold
+  reply[3] = hold_read(record, now)
 end
 return reply

@@ -1,14 +1,16 @@
 #!lua flags=no-writes,allow-oom
 -- Who holds the lock and who waits for it; changes nothing.
--- KEYS as lock-acquire.lua.
--- Returns {holder, waiters}, each a flat list token, weight (1), ms left; waiters in ticket order.
+-- KEYS: as lock-acquire.lua.
+-- ARGV: none.
+-- Reply: {holder, waiters}, each a flat list of token, weight (1), ms left; waiters in ticket order.
 local lock, meta, queue, expiry, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], nil
 --!include lib/clock.lua
+local now, now_us = clock()
 
 local held = {}
 -- '<token> <fence>[ <record>]', or '~ <fence>[ <record>]' while free (see lock-acquire.lua).
 local value = redis.call('GET', lock)
-local token = value and (string.match(value, '^(%S+) %d+') or value)
+local token = value and string.match(value, '^(%S+) %d+')
 local ends = redis.call('PEXPIRETIME', lock) + 1
 if token and token ~= '~' and ends > now then held = {token, 1, ends - now} end
 local waiting = {}

@@ -1,30 +1,33 @@
 #!lua flags=allow-oom
--- allow-oom: under maxmemory with noeviction, a holder must still be able to keep and return what it holds.
 -- Free a lock if the token still holds it (an expired holder must never free its successor's
--- lock), then hand it to the head waiter.
--- KEYS as lock-acquire.lua.  ARGV[1] token  ARGV[2] the ms it was held, -1 when not known
--- Returns 1 when released, 0 when the lock had already moved on; {that, announcement} when the
--- release handed the lock to a waiter. The hold is folded into the lock's typical hold (lib/hold.lua).
+-- lock), then hand it to the head waiter. The hold is folded into the lock's typical hold
+-- (lib/hold.lua). allow-oom: under maxmemory with noeviction, a holder must still be able to keep
+-- and return what it holds.
+-- KEYS: as lock-acquire.lua.
+-- ARGV: [1] token, [2] the ms it was held (-1 when not known).
+-- Reply: 1 when released, 0 when the lock had already moved on; {that, announcement} when the
+--   release handed the lock to a waiter.
 local lock, meta, queue, expiry, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], nil
 local token, held = ARGV[1], tonumber(ARGV[2]) or -1
 --!include lib/clock.lua
+local now, now_us = clock()
 
--- The hot path first, before any helper is defined: nobody waiting. (Value, fence and typical
--- hold: see lock-acquire.lua; the key stays, free, while the clock has not passed the fence or
--- while the typical hold counts.)
+-- The hot path first, before the waiting room's helpers are defined: nobody waiting. (Value, fence
+-- and typical hold: see lock-acquire.lua; the key stays, free, while the clock has not passed the
+-- fence or while the typical hold counts.)
 local ours = false
 local value = redis.call('GET', lock)
 if value then
   local who, fence, rest = string.match(value, '^(%S+) (%d+)(.*)$')
-  if (who or value) == token then
+  if who == token then
     ours = true
-    fence = tonumber(fence) or 0
-    local avg, upto = string.match(rest or '', '^ (%d+):(%d+)$')
+    fence = tonumber(fence)
+    local avg, upto = string.match(rest, '^ (%d+):(%d+)$')
     avg, upto = tonumber(avg), tonumber(upto)
     if held >= 0 then
       -- The lease ends one ms after the key's PXAT (see lock-acquire.lua).
-      local ends = redis.call('PEXPIRETIME', lock) + 1
 --!include lib/hold.lua
+      avg, upto = hold_fold(avg, upto, now, redis.call('PEXPIRETIME', lock) + 1, held)
     end
     local keep = nil
     if fence >= now_us then keep = math.floor(fence / 1000) + 1 end
@@ -45,7 +48,7 @@ end
 
 --!include lib/fence.lua
 --!include lib/queue.lua
---!include lib/settle-lock.lua
+--!include lib/lock.lua
 
 queue_prune(now)
 local announced = grant(now)

@@ -1,12 +1,13 @@
 #!lua flags=allow-oom
--- allow-oom: under maxmemory with noeviction, a holder must still be able to keep and return what it holds.
 -- Push leases' ends to now + lease, for each that is still live: one holder's renewal, or a
--- process's renewals of many leases on the id at once.
--- KEYS[1] holders (see lib/holders.lua)
--- ARGV: per lease, token, lease ms and weight (three each; weight 0: not known, counted here)
--- Returns, per lease, 1 when extended, 0 when it is gone or has lapsed.
+-- process's renewals of many leases on the id at once. allow-oom: under maxmemory with noeviction,
+-- a holder must still be able to keep and return what it holds.
+-- KEYS: [1] holders (see lib/holders.lua).
+-- ARGV: per lease, token, lease ms and weight (three each; weight 0: not known, counted here).
+-- Reply: per lease, 1 when extended, 0 when it is gone or has lapsed.
 local holders = KEYS[1]
 --!include lib/clock.lua
+local now, now_us = clock()
 
 local out = {}
 local latest = nil

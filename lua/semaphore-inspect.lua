@@ -1,10 +1,12 @@
 #!lua flags=no-writes,allow-oom
 -- Who holds and who waits, for operators and for the model-based suite; changes nothing.
--- KEYS as semaphore-acquire.lua.
--- Returns {holders, waiters}: each a flat list of token, weight, ms left; live holders by lease
--- end, live waiters in the order they will be served (tenants in turn, each in arrival order).
+-- KEYS: as semaphore-acquire.lua.
+-- ARGV: none.
+-- Reply: {holders, waiters}: each a flat list of token, weight, ms left; live holders by lease end,
+--   live waiters in the order they will be served (tenants in turn, each in arrival order).
 local holders, meta, queue, expiry, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6]
 --!include lib/clock.lua
+local now, now_us = clock()
 
 local held = {}
 local at = {}

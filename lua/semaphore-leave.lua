@@ -1,11 +1,14 @@
 -- A waiter gives up (its wait expired, it was aborted, its client left): leave the queue, return a
 -- grant it had not claimed yet, and admit those behind. Also the clean-up of an acquire whose
 -- outcome is unknown.
--- KEYS as semaphore-acquire.lua.  ARGV[1] token
--- Returns 1.
+-- KEYS: as semaphore-acquire.lua.
+-- ARGV: [1] token.
+-- Reply: 1.
 local holders, meta, queue, expiry, tenants, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local token = ARGV[1]
 --!include lib/clock.lua
+local now, now_us = clock()
+--!include lib/hold.lua
 --!include lib/fence.lua
 --!include lib/holders.lua
 --!include lib/queue.lua

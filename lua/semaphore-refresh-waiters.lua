@@ -1,12 +1,15 @@
 -- One process's periodic call for all its waiters on one semaphore: keep their waiter leases alive,
 -- reclaim lapsed holders and waiters, admit who fits.
--- KEYS as semaphore-acquire.lua.  ARGV[1] claim ms  ARGV[2..] tokens
--- Returns, per token, its status and a fence: 1 holds (granted: start, or claim it) with a new
--- fence (lib/fence.lua: its grant's was announced, and may not have been heard), 2 still waiting
--- or 0 gone, with 0; then the ms until the nearest lease ends (a grant's reservation included).
+-- KEYS: as semaphore-acquire.lua.
+-- ARGV: [1] claim ms, [2..] tokens.
+-- Reply: per token, its status and a fence: 1 holds (granted: start, or claim it) with a new fence
+--   (lib/fence.lua: its grant's was announced, and may not have been heard), 2 still waiting or 0
+--   gone, with 0; then the ms until the nearest lease ends (a grant's reservation included).
 local holders, meta, queue, expiry, tenants, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local claim = tonumber(ARGV[1])
 --!include lib/clock.lua
+local now, now_us = clock()
+--!include lib/hold.lua
 --!include lib/fence.lua
 --!include lib/holders.lua
 --!include lib/queue.lua

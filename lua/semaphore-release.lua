@@ -1,14 +1,8 @@
 #!lua flags=allow-oom
--- allow-oom: under maxmemory with noeviction, a holder must still be able to keep and return what it holds.
 -- Return semaphore leases' permits, and admit waiters they make room for: the full path
--- (semaphore-return.lua is the fast one), for one lease or several issued together on one id.
--- KEYS as semaphore-acquire.lua.  ARGV: per lease, token, its weight (0 when not known) and the ms
--- it was held (-1 when not known) (three each).
--- Returns {live..., marked, announcement...}: per lease, 1 when it was live, 0 when it was gone or
--- had lapsed (its members, if still present, are removed either way), or 'ERR <message>' when its
--- release failed (the others still go: one call each would have); marked says whether the id
--- still has waiters (the store's hint); then the announcement of each release that granted waiters.
--- A live lease's hold is folded into the id's typical hold (lib/hold.lua).
+-- (semaphore-release-fast.lua is the fast one), for one lease or several issued together on one
+-- id. A live lease's hold is folded into the id's typical hold (lib/hold.lua). allow-oom: under
+-- maxmemory with noeviction, a holder must still be able to keep and return what it holds.
 -- The outcome is that of one such call per lease, in ARGV's order, at one server time: each lease
 -- is removed and grants what it frees before the next one is (the same waiters, in the same
 -- order, with the same fences and announcements). What runs once is what another release at the
@@ -16,8 +10,18 @@
 -- them: a grant's lease ends after now), the tenant index's check (it can only be found missing
 -- before the first, by eviction) and settle (which only writes markers and expiries from the
 -- state it finds; the state it would leave empty stays empty: every lease still to go was pruned).
+-- KEYS: as semaphore-acquire.lua.
+-- ARGV: per lease, token, its weight (0 when not known) and the ms it was held (-1 when not known)
+--   (three each).
+-- Reply: {live..., marked, announcement...}: per lease, 1 when it was live, 0 when it was gone or
+--   had lapsed (its members, if still present, are removed either way), or 'ERR <message>' when
+--   its release failed (the others still go: one call each would have); marked says whether the id
+--   still has waiters (the store's hint); then the announcement of each release that granted
+--   waiters.
 local holders, meta, queue, expiry, tenants, turns = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 --!include lib/clock.lua
+local now, now_us = clock()
+--!include lib/hold.lua
 --!include lib/fence.lua
 --!include lib/holders.lua
 --!include lib/queue.lua
@@ -70,7 +74,7 @@ for i = 1, #ARGV, 3 do
     -- This lease's caller gets the error, as a call of its own would (its writes so far stay: a
     -- script is not rolled back); the next lease starts from what is stored, as its own call would.
     out[#out + 1] = 'ERR ' .. (type(live) == 'table' and tostring(live.err) or tostring(live))
-    known_marks = nil
+    marks_forget()
     reread()
     fresh = true
   end

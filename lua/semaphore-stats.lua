@@ -1,12 +1,14 @@
 #!lua flags=no-writes,allow-oom
 -- Read a semaphore's figures in one round trip, for the id or for one of its tenants; changes
 -- nothing (runs on replicas and at maxmemory too).
--- KEYS as semaphore-acquire.lua.  ARGV[1] a tenant, or nothing for the id
--- Returns {permits used by live holders, live holders, live waiters}, and for the id, then the
--- number of tenants holding or waiting.
+-- KEYS: as semaphore-acquire.lua.
+-- ARGV: [1] a tenant, or nothing for the id.
+-- Reply: {permits used by live holders, live holders, live waiters}, and for the id, then the
+--   number of tenants holding or waiting.
 local holders, queue, expiry = KEYS[1], KEYS[3], KEYS[4]
 local only = ARGV[1]
 --!include lib/clock.lua
+local now, now_us = clock()
 
 -- One member per permit: a holder is its token, and 'x~w[@tenant]' are its further permits.
 local function tenant_of(member)

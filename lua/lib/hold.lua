@@ -6,11 +6,12 @@
 -- after its last write (at least a second), never past the end of the lease whose release wrote it,
 -- so never past the longest lease taken on the id.
 -- A live lease's release that says how long it was held writes it (the engine says so at most every
--- 100 ms per id and process, so a busy id's releases mostly leave it alone and never parse it):
--- avg' = round((4 avg + held) / 5), or held alone when no record counts; until' = min(the lease's
--- end, now + max(1000, 4 avg')).
--- This fragment is that fold, inline (the fast paths define no helper). Expects the locals `avg` and
--- `upto` (the record's figures: nil when there is none), now, `ends` (the released lease's end) and
--- `held` (ms it was held, >= 0); sets the figures anew.
-if upto and upto > now then avg = math.floor((4 * avg + held + 2) / 5) else avg = math.floor(held) end
-upto = math.min(ends, now + math.max(1000, 4 * avg))
+-- 100 ms per id and process, so a busy id's releases mostly leave it alone and never parse it).
+
+-- The record's figures after a live lease that ended at `ends` was held `held` ms (>= 0): `avg` and
+-- `upto` are the record's figures (nil when there is none). avg' = round((4 avg + held) / 5), or
+-- held alone when no record counts; until' = min(the lease's end, now + max(1000, 4 avg')).
+local function hold_fold(avg, upto, now, ends, held)
+  if upto and upto > now then avg = math.floor((4 * avg + held + 2) / 5) else avg = math.floor(held) end
+  return avg, math.min(ends, now + math.max(1000, 4 * avg))
+end

@@ -6,16 +6,17 @@
 -- members, and no other key ever has to be read (or could be evicted apart) to know them.
 -- Markers sit at negative scores, lease ends at positive ones: at -inf, '~' while waiters exist (see
 -- settle.lua), '~t' while tenant holders exist (the index `tenants`, tenant -> permits held, is then
--- kept, and rebuilt from the holders if it was lost, or when '~r' says it counts pruned permits) and '~h<record>', the id's typical hold
--- (lib/hold.lua); '~f' at minus the last fence granted (see lib/fence.lua, included before this:
--- one ZADD moves it on). Earlier builds kept the fence as '~f<fence>' at -inf: read, and removed.
+-- kept, and rebuilt from the holders if it was lost, or when '~r' says it counts pruned permits) and
+-- '~h<record>', the id's typical hold (lib/hold.lua); '~f' at minus the last fence granted (see
+-- lib/fence.lua: one ZADD moves it on).
 -- Holders are ranged from '0', a bound no marker reaches.
+-- Needs hold.lua and fence.lua, included before this, and the locals `now_us` (lib/clock.lua).
 
 -- The markers, read once per call with their scores and kept in step with every marker this call
 -- writes: the full path asks for them at many steps (the last fence, the typical hold, '~t', the
 -- permits held), and each step read them again. `known_marks` maps '~' and '~t' to true, `h` to
--- the typical hold's marker, `f` to the last fence (0: none; `fenced`: the marker '~f' is there,
--- `legacy`: an old-style '~f<fence>' at -inf), and counts the markers in `n` (holders_used).
+-- the typical hold's marker, `f` to the last fence (0: none; `fenced`: the marker '~f' is there),
+-- and counts the markers in `n` (holders_used).
 -- Every marker write of the full path goes through mark_set, mark_clear, mark_move and fence_next.
 local known_marks = nil
 
@@ -28,9 +29,6 @@ local function marks_seed(list)
     if mark == '~f' then
       m.fenced = true
       if -list[i + 1] > m.f then m.f = -list[i + 1] end
-    elseif kind == '~f' then
-      m.legacy = mark
-      if tonumber(string.sub(mark, 3)) > m.f then m.f = tonumber(string.sub(mark, 3)) end
     elseif kind == '~h' then
       m.h = mark
     else
@@ -43,6 +41,16 @@ end
 local function marks_now()
   if not known_marks then marks_seed(redis.call('ZRANGEBYSCORE', holders, '-inf', '(0', 'WITHSCORES')) end
   return known_marks
+end
+
+-- Forgets the cache: the next step reads the markers again (after a step that failed part-way).
+local function marks_forget()
+  known_marks = nil
+end
+
+-- The holders set was deleted: no marker is left.
+local function marks_emptied()
+  known_marks = { n = 0, f = 0 }
 end
 
 -- Sets the marker '~' or '~t'.
@@ -93,7 +101,7 @@ local function holders_members(token, weight, score)
 end
 
 -- The tenant index is there (rebuilt from the holders if it was evicted apart from them, or if a
--- fast take pruned tenants' permits without it: the marker '~r').
+-- fast acquire pruned tenants' permits without it: the marker '~r').
 local function tenants_ready(now)
   if not tenants then return end
   if marks_now()['~r'] then
@@ -214,16 +222,12 @@ local function fence_last()
 end
 
 -- The fence of a grant made now; the marker's score moves on to it (the member stays: the set
--- never empties, and an emptied key would vanish with its expiry). An old-style marker goes.
+-- never empties, and an emptied key would vanish with its expiry).
 local function fence_next()
   local m = marks_now()
   local f = math.max(m.f + 1, now_us)
   redis.call('ZADD', holders, fence_text(-f), '~f')
   if not m.fenced then m.fenced, m.n = true, m.n + 1 end
-  if m.legacy then
-    redis.call('ZREM', holders, m.legacy)
-    m.legacy, m.n = nil, m.n - 1
-  end
   m.f = f
   return f
 end
@@ -247,7 +251,6 @@ end
 local function hold_add(now, ends, held)
   local record = hold_last()
   local avg, upto = string.match(record or '', '^(%d+):(%d+)$')
-  avg, upto = tonumber(avg), tonumber(upto)
---!include lib/hold.lua
+  avg, upto = hold_fold(tonumber(avg), tonumber(upto), now, ends, held)
   mark_move('h', string.format('~h%d:%d', avg, upto))
 end

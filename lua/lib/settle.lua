@@ -1,6 +1,6 @@
 -- How a semaphore's full path ends: every key of the id lives exactly until the latest lease or
 -- waiter lease it holds ends, and vanishes with it (no sweeper, no garbage). While waiters exist,
--- the marker '~' in the holders set sends the fast paths (semaphore-take.lua, semaphore-return.lua)
+-- the marker '~' in the holders set sends the fast paths (semaphore-acquire-fast.lua, semaphore-release-fast.lua)
 -- to the full scripts, so that a newcomer never jumps the queue and a freed permit is handed on;
 -- it is cleared here once they are gone, with the waiting room's keys. The holders set outlives
 -- the others, so its markers cannot lapse before what they stand for.
@@ -28,7 +28,7 @@ local function settle(now)
       redis.call('PEXPIREAT', holders, string.format('%d', keep))
     else
       redis.call('DEL', holders)
-      known_marks = { n = 0, f = 0 }
+      marks_emptied()
     end
     return 0
   end

@@ -114,7 +114,7 @@ export interface Holder {
   /**
    * Who took the lease: the `owner` option of the call or of its factory,
    * `<hostname>:<pid>` by default. Absent for a token that carries none
-   * (taken by an older leasehold, or through a store directly).
+   * (taken through a store directly).
    */
   owner?: string;
   /**

@@ -11,7 +11,7 @@
  * which holds the next, each with the entries it had: in a process that
  * acquires and releases hundreds of thousands of times a second, a quarter
  * of what was allocated survived every scavenge until a full collection, and
- * each acquire cost 2x the CPU (bench/HISTORY.md, "in-process"). A copy made
+ * each acquire cost 2x the CPU. A copy made
  * here has no such link: the chain ends at each copy.
  */
 export function copyDue(deleted: number, size: number): boolean {

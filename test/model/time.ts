@@ -9,7 +9,12 @@ import type { Scripts } from "../../src/store/redis/scripts.js";
 export const CLOCK_KEY = "leasehold-model:clock";
 
 const serverClock = luaSource("lib/clock.lua");
-const testClock = `-- Test build: the model-based suite sets the clock.\nlocal now = tonumber(redis.call('GET', '${CLOCK_KEY}'))\nlocal now_us = now * 1000\n`;
+const testClock = `-- Test build: the model-based suite sets the clock.
+local function clock()
+  local now = tonumber(redis.call('GET', '${CLOCK_KEY}'))
+  return now, now * 1000
+end
+`;
 
 /** Every script with `lib/clock.lua` swapped for a clock the suite sets: the same code on a time it controls. */
 export const scriptsOnTestClock: Scripts = Object.fromEntries(

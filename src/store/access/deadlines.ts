@@ -1,6 +1,6 @@
 // The time bound of store round trips (see `bounded` in bounded.ts), kept per store as the calls
 // in flight in the order they were sent. A Node timer and a `Promise.race` per round trip cost
-// more than the rest of a coalesced call (bench/HISTORY.md, "client cost"); calls of one store under
+// more than the rest of a coalesced call; calls of one store under
 // the same bound end in the order they were sent, so one timer per store, armed for the oldest
 // call still out, bounds them all.
 import { STORE_TIMEOUT_MS } from "../../options/defaults.js";

@@ -4,7 +4,7 @@ import type { IdState, Primitive } from "./state.js";
 
 /**
  * How every step that changes an id ends (lua/lib/settle.lua,
- * lua/lib/settle-lock.lua): the id lives exactly until the latest lease or
+ * lua/lib/lock.lua): the id lives exactly until the latest lease or
  * waiter lease it holds ends, and vanishes with it, as Redis keys do; the last
  * fence stays until the clock has passed it (lua/lib/fence.lua), the typical
  * hold while it counts (lua/lib/hold.lua). One timer per id, at the latest

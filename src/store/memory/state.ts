@@ -35,7 +35,7 @@ export interface IdState {
 export interface Primitive<State extends IdState> {
   /** Drops lapsed leases (`holders_prune`; a lock's lapsed holder). */
   lapse(state: State, now: number): void;
-  /** Grants waiters that fit now (lua/lib/grant.lua; a lock's in lua/lib/settle-lock.lua). */
+  /** Grants waiters that fit now (lua/lib/grant.lua; a lock's in lua/lib/lock.lua). */
   grant(state: State, now: number): void;
   /** Ms until the nearest lease ends: when a permit frees at the latest (`holders_next`, `lock_next`). */
   next(state: State, now: number): number;

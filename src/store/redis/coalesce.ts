@@ -27,12 +27,12 @@ const asIs = <R>(reply: R): R => reply;
  * clean-up, as for a call of its own. A group is one id of one store, so a
  * batch never mixes Redis Cluster hash slots.
  *
- * Measured side by side (bench/HISTORY.md): gathering in the same turn beats a
- * `setImmediate` batch, which made concurrency 8 slower than no batching.
+ * Measured side by side: gathering in the same turn beats a `setImmediate`
+ * batch, which made concurrency 8 slower than no batching.
  * A batch that reaches `maxBatch` items goes at once, in the middle of the
  * turn: the server starts on it while this process is still making the rest
  * (one batch per turn kept the two sides taking turns, each idle while the
- * other worked: bench/HISTORY.md, "Batches that overlap"). For the same reason
+ * other worked). For the same reason
  * nothing holds writes back for the end of the turn: the calls that go at
  * once reach the server at once.
  */
@@ -44,8 +44,8 @@ export class Coalescer<I, R> {
    * gathers the calls made from one callback (a socket's replies), and a batch that is then still a
    * single call waits for the end of the turn (`setImmediate`), gathering the calls that other
    * callbacks of the same turn make: an HTTP server's requests each arrive in a socket callback of
-   * their own, so each of their acquires was a script call of its own (bench/HISTORY.md, "Item 6,
-   * fifth round"). It waits only while `threshold` calls of its group are out, whose round trip it
+   * their own, so each of their acquires would be a script call of its own (1.13 script calls per
+   * request, against 0.22 to 0.26 gathered). It waits only while `threshold` calls of its group are out, whose round trip it
    * would wait behind anyway. `setImmediate` alone gathers the calls of a whole turn of the event
    * loop, timers' callbacks included (Node drains the microtasks after each timer's callback).
    */

@@ -1,17 +1,18 @@
-// The fast paths of a semaphore (lua/semaphore-take.lua, semaphore-return.lua, semaphore-extend.lua):
+// The fast paths of a semaphore (lua/semaphore-acquire-fast.lua, semaphore-release-fast.lua, semaphore-extend.lua):
 // almost every request makes these calls. One declared key (two when tenants hold), and the calls
 // of one turn on one id gathered into one script call (coalesce.ts).
 
 import type { SemaphoreAcquireCall, SemaphoreExtendCall, SemaphoreReleaseCall } from "../contract/calls.js";
 import { Coalescer } from "./coalesce.js";
-import { flagsPerItem, heldArgument, type TakeAnswer, takeAnswers } from "./replies.js";
+import { type FastAcquireAnswer, fastAcquireAnswers, flagsPerItem, heldArgument } from "./replies.js";
 import type { Script, Scripts } from "./scripts.js";
 
 /** In-flight calls of one kind on one id from which further calls are gathered into one. */
 const COALESCE_FROM = 2;
 /**
  * Items at which a gathered call goes at once rather than at the end of the turn (measured at
- * concurrency 64: 8 to 32 alike, 4 too few; bench/HISTORY.md, "Batches that overlap").
+ * concurrency 64: 8 to 32 alike, 4 too few): the server starts on a full batch while this process
+ * makes the next.
  */
 const MAX_BATCH = 16;
 /** Ids remembered as having waiters (or tenants); past this, forgetting costs one round trip. */
@@ -31,10 +32,10 @@ const withTenant = (items: readonly { token: string }[]): boolean => {
 };
 
 /**
- * semaphore-take.lua's arguments: five per call (token, limit, lease, weight, tenant cap), or three
+ * semaphore-acquire-fast.lua's arguments: five per call (token, limit, lease, weight, tenant cap), or three
  * for one call of weight 1 without a cap, which the script answers with its fence alone.
  */
-function takeArguments(calls: readonly SemaphoreAcquireCall[]): (string | number)[] {
+function fastAcquireArguments(calls: readonly SemaphoreAcquireCall[]): (string | number)[] {
   const one = calls[0];
   if (calls.length === 1 && one !== undefined && one.weight === 1 && !(one.tenant?.limit ?? 0)) {
     return [one.token, one.limit, one.leaseMs];
@@ -45,10 +46,10 @@ function takeArguments(calls: readonly SemaphoreAcquireCall[]): (string | number
 }
 
 /**
- * semaphore-return.lua's arguments: three per lease (token, weight, ms held or -1), or for one lease
+ * semaphore-release-fast.lua's arguments: three per lease (token, weight, ms held or -1), or for one lease
  * of weight 1 its token, and the ms it was held when known; the script answers it with a number.
  */
-function returnArguments(leases: readonly SemaphoreReleaseCall[]): (string | number)[] {
+function fastReleaseArguments(leases: readonly SemaphoreReleaseCall[]): (string | number)[] {
   const one = leases[0];
   if (leases.length === 1 && one !== undefined && one.weight === 1) {
     const held = heldArgument(one.heldMs);
@@ -83,29 +84,29 @@ export class FastPaths {
   // One group per id: the calls of one turn go out in the order they were made. The items are read
   // when the script call is built, at the end of the turn: the store passes copies, never the
   // caller's own objects (which a caller may reuse as soon as its call returns).
-  readonly takes: Coalescer<SemaphoreAcquireCall, TakeAnswer>;
-  readonly returns: Coalescer<SemaphoreReleaseCall, number | undefined>;
+  readonly acquires: Coalescer<SemaphoreAcquireCall, FastAcquireAnswer>;
+  readonly releases: Coalescer<SemaphoreReleaseCall, number | undefined>;
   readonly extends: Coalescer<SemaphoreExtendCall, number | undefined>;
 
   constructor(scripts: Scripts, run: Run) {
-    this.takes = new Coalescer(
+    this.acquires = new Coalescer(
       COALESCE_FROM,
       (key, calls) => {
-        const script = scripts.semaphoreTake;
-        const args = takeArguments(calls);
+        const script = scripts.semaphoreAcquireFast;
+        const args = fastAcquireArguments(calls);
         return run(script, fastKeys(key, this.#tenanted.has(key) || withTenant(calls)), args).then((reply) => {
-          const replies = takeAnswers(reply, calls.length, script);
+          const replies = fastAcquireAnswers(reply, calls.length, script);
           this.contention(key, replies[0] === undefined);
           return replies;
         });
       },
       MAX_BATCH,
     );
-    this.returns = new Coalescer(
+    this.releases = new Coalescer(
       COALESCE_FROM,
       (key, leases) => {
-        const script = scripts.semaphoreReturn;
-        const args = returnArguments(leases);
+        const script = scripts.semaphoreReleaseFast;
+        const args = fastReleaseArguments(leases);
         return run(script, fastKeys(key, this.#tenanted.has(key) || withTenant(leases)), args).then((reply) => {
           const replies = flagsPerItem(reply, leases.length, script);
           this.contention(key, replies[0] === undefined);

@@ -49,7 +49,7 @@ export function flag(reply: unknown, script: Script): boolean {
  * full path) becomes `undefined` for each; otherwise one 0 or 1 per item.
  */
 export function flagsPerItem(reply: unknown, count: number, script: Script): (number | undefined)[] {
-  // One lease of weight 1 is answered with its number alone (lua/semaphore-return.lua).
+  // One lease of weight 1 is answered with its number alone (lua/semaphore-release-fast.lua).
   if (count === 1 && (reply === 0 || reply === 1)) return [reply];
   if (Array.isArray(reply)) {
     if (reply.length === 1 && reply[0] === -1) return new Array(count).fill(undefined);
@@ -101,19 +101,19 @@ export function joinedReplies(reply: unknown, count: number, script: Script): { 
 }
 
 /**
- * A take's answer per call: 0 and the fence when held; positive ms (refused)
+ * A fast acquire's answer per call: 0 and the fence when held; positive ms (refused)
  * or negative ms (refused for the tenant's cap) and the id's typical hold (0:
  * none). Undefined: take the full path.
  */
-export type TakeAnswer = { refusedFor: number; fenceOrHold: number } | undefined;
+export type FastAcquireAnswer = { refusedFor: number; fenceOrHold: number } | undefined;
 
-export function takeAnswers(reply: unknown, count: number, script: Script): TakeAnswer[] {
-  // One call of weight 1 that holds is answered with its fence alone (lua/semaphore-take.lua).
+export function fastAcquireAnswers(reply: unknown, count: number, script: Script): FastAcquireAnswer[] {
+  // One call of weight 1 that holds is answered with its fence alone (lua/semaphore-acquire-fast.lua).
   if (count === 1 && isFence(reply)) return [{ refusedFor: 0, fenceOrHold: reply }];
   if (Array.isArray(reply)) {
     if (reply.length === 1 && reply[0] === -1) return new Array(count).fill(undefined);
     if (reply.length === count * 2) {
-      const answers: TakeAnswer[] = [];
+      const answers: FastAcquireAnswer[] = [];
       for (let i = 0; i < reply.length; i += 2) {
         const refusedFor = reply[i];
         const fenceOrHold = reply[i + 1];
@@ -127,8 +127,8 @@ export function takeAnswers(reply: unknown, count: number, script: Script): Take
   throw unexpected(reply, script);
 }
 
-/** A take's answer as the Store interface says it. */
-export function takeReply(answer: NonNullable<TakeAnswer>): AcquireReply {
+/** A fast acquire's answer as the Store interface says it. */
+export function fastAcquireReply(answer: NonNullable<FastAcquireAnswer>): AcquireReply {
   const { refusedFor, fenceOrHold } = answer;
   if (refusedFor === 0) return { acquired: true, retryAfterMs: 0, fence: fenceOrHold };
   const hold = fenceOrHold > 0 ? { holdMs: fenceOrHold } : {};

@@ -7,14 +7,14 @@ import { Coalescer } from "./coalesce.js";
 import { FastPaths } from "./fast.js";
 import {
   acquireReply,
+  type FastAcquireAnswer,
+  fastAcquireReply,
   flag,
   heldArgument,
   inspection,
   joinedReplies,
   refreshed,
   releasedReplies,
-  type TakeAnswer,
-  takeReply,
 } from "./replies.js";
 import { runScript, type Script, type Scripts, unexpected } from "./scripts.js";
 import type { RedisClient } from "./types.js";
@@ -29,7 +29,7 @@ import { Announcements } from "./watch.js";
 const semaphoreKeys = (key: string): string[] => [key, `${key}:m`, `${key}:q`, `${key}:qe`, `${key}:t`, `${key}:qt`];
 const lockKeys = (key: string): string[] => [key, `${key}:m`, `${key}:q`, `${key}:qe`];
 /** A fast acquire's fields as they are when the call is made (see `acquire`). */
-const snapshotTake = ({
+const snapshotAcquire = ({
   storeKey,
   token,
   limit,
@@ -50,7 +50,7 @@ const isOne = (reply: number | undefined): boolean => reply === 1;
  * paths' coalescing, ./fast.ts), and at most this many in one. On a contended id, bodies that
  * started in one turn end in one, and their releases reached the server together anyway, each
  * paying the script call, the clock, the marker read and settle; the server answered none before
- * the last had run (bench/HISTORY.md, "Contended hand-off, fourth round").
+ * the last had run. One call runs them one after another and settles once.
  */
 const RELEASES_FROM = 2;
 const MAX_RELEASES = 16;
@@ -63,7 +63,8 @@ const gatherReleases = (flush: () => void): void => void setImmediate(flush);
 /**
  * Full acquires on one id gathered into one call (lua/semaphore-acquire.lua takes several) while
  * this many are out, until the end of the microtasks: on a contended id, the callers whose
- * releases one reply answered join again together (bench/HISTORY.md, "Contended hand-off, fifth round").
+ * releases one reply answered join again together, and their joins were the larger half of a
+ * hand-off's server work once the releases were gathered.
  */
 const JOINS_FROM = 1;
 const keysOf = (kind: Kind, key: string): string[] => (kind === "semaphore" ? semaphoreKeys(key) : lockKeys(key));
@@ -97,7 +98,7 @@ export class RedisLeaseStore extends GroupedStore implements Store {
     this.scripts = table;
     this.givesBack = new Set([
       table.semaphoreRelease,
-      table.semaphoreReturn,
+      table.semaphoreReleaseFast,
       table.lockRelease,
       table.semaphoreLeave,
       table.lockLeave,
@@ -146,17 +147,17 @@ export class RedisLeaseStore extends GroupedStore implements Store {
     // A batch is built at the end of the turn, and a fast answer of "waiters here" goes on to the
     // full script after a round trip: both read this copy, not the caller's object, which the
     // caller may reuse or change as soon as the call returns (the memory store reads it at once too).
-    const take = snapshotTake(given);
+    const snapshot = snapshotAcquire(given);
     // Almost every request: one declared key, gathered with the others of the same turn on this id.
-    return this.fast.takes.call(take.storeKey, take, this.#taken);
+    return this.fast.acquires.call(snapshot.storeKey, snapshot, this.#fastAcquired);
   }
 
-  /** A fast take's answer as the Store says it, or the full acquire when the id has waiters. */
-  readonly #taken = (answer: TakeAnswer, take: calls.SemaphoreAcquireCall): AcquireReply | Promise<AcquireReply> =>
-    answer === undefined ? this.#fullAcquire(take) : takeReply(answer);
+  /** A fast acquire's answer as the Store says it, or the full acquire when the id has waiters. */
+  readonly #fastAcquired = (answer: FastAcquireAnswer, call: calls.SemaphoreAcquireCall): AcquireReply | Promise<AcquireReply> =>
+    answer === undefined ? this.#fullAcquire(call) : fastAcquireReply(answer);
 
-  /** A fast return's answer, or the full release when the id has waiters. */
-  readonly #returned = (returned: number | undefined, lease: calls.SemaphoreReleaseCall): boolean | Promise<boolean> =>
+  /** A fast release's answer, or the full release when the id has waiters. */
+  readonly #fastReleased = (returned: number | undefined, lease: calls.SemaphoreReleaseCall): boolean | Promise<boolean> =>
     returned === undefined ? this.#fullRelease(lease) : returned === 1;
 
   /**
@@ -212,7 +213,7 @@ export class RedisLeaseStore extends GroupedStore implements Store {
     if (call.weight !== undefined && !this.fast.contended(call.storeKey)) {
       // A copy, as for an acquire: read at the end of the turn, and again after a round trip.
       const lease = { storeKey: call.storeKey, token: call.token, weight: call.weight, heldMs: call.heldMs };
-      return this.fast.returns.call(lease.storeKey, lease, this.#returned);
+      return this.fast.releases.call(lease.storeKey, lease, this.#fastReleased);
     }
     return this.#fullRelease(call);
   }

@@ -139,7 +139,7 @@ describe("least privilege: a permission the ACL lacks", () => {
     expect(error).toBeInstanceOf(StorePermissionError);
     expect(error).toMatchObject({ code: "ERR_STORE_PERMISSION", command: "zadd", store: "redis" });
     expect((error as Error).message).toMatch(
-      /may not run ZADD \(in the script semaphore-\w+\.lua\)\. Grant it: ACL SETUSER <user> \+zadd/,
+      /may not run ZADD \(in the script semaphore-[\w-]+\.lua\)\. Grant it: ACL SETUSER <user> \+zadd/,
     );
 
     const held = await lock(await userWith("no-pexpiretime", (rules) => rules.filter((rule) => rule !== "+pexpiretime"))).acquire(

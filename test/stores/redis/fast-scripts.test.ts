@@ -1,6 +1,6 @@
 // The fast scripts serve one weight-1 take with room, and one weight-1 release that reports no hold,
-// on a straight line ahead of their loop (lua/semaphore-take.lua, semaphore-return.lua); the loop
-// serves the same call sent in its long form (five arguments per take, three per release). Both
+// on a straight line ahead of their loop (lua/semaphore-acquire-fast.lua, semaphore-release-fast.lua); the loop
+// serves the same call sent in its long form (five arguments per acquire, three per release). Both
 // must answer the same and leave the same members and expiry, whatever markers the set holds.
 import { describe, expect, it } from "vitest";
 import { memoryStore, redisStore } from "../../../src/index.js";
@@ -9,8 +9,8 @@ import { scripts } from "../../../src/store/redis/lua.generated.js";
 import { newRedis, uniquePrefix } from "../../support/redis.js";
 
 type Client = ReturnType<typeof newRedis>;
-const take = scripts.semaphoreTake;
-const back = scripts.semaphoreReturn;
+const take = scripts.semaphoreAcquireFast;
+const back = scripts.semaphoreReleaseFast;
 
 /** The set's members by name, scores aside (fences and lease ends differ between two keys). */
 async function members(redis: Client, key: string): Promise<string[]> {
@@ -23,7 +23,7 @@ async function expiry(redis: Client, key: string): Promise<"gone" | "none" | "se
   return ms === -2 ? "gone" : ms === -1 ? "none" : "set";
 }
 
-/** Markers as the set may hold them before a call: the fence, the typical hold, tenants, old fence. */
+/** Markers as the set may hold them before a call: the fence, the typical hold, tenants, other holders. */
 const setups: [string, (redis: Client, key: string) => Promise<void>][] = [
   ["a new key", async () => {}],
   ["a fence marker alone", async (redis, key) => void (await redis.zadd(key, "-1", "~f"))],

@@ -15,8 +15,8 @@ function countTakes(redis: Redis): number[] {
   const evalsha = redis.evalsha.bind(redis) as (...args: unknown[]) => Promise<unknown>;
   (redis as unknown as { evalsha: unknown }).evalsha = (...args: unknown[]) => {
     const keys = Number(args[1]);
-    // semaphore-take.lua: five arguments per item, or three for one item of weight 1.
-    if (args[0] === scripts.semaphoreTake.sha) {
+    // semaphore-acquire-fast.lua: five arguments per item, or three for one item of weight 1.
+    if (args[0] === scripts.semaphoreAcquireFast.sha) {
       const count = args.length - 2 - keys;
       items.push(count === 3 ? 1 : count / 5);
     }
@@ -103,7 +103,7 @@ describe("calls gathered in one turn on the Redis store", () => {
     const evalsha = redis.evalsha.bind(redis) as (...args: unknown[]) => Promise<unknown>;
     (redis as unknown as { evalsha: unknown }).evalsha = (...args: unknown[]) => {
       order.push(
-        args[0] === scripts.semaphoreTake.sha
+        args[0] === scripts.semaphoreAcquireFast.sha
           ? `take ${String(args[2 + Number(args[1])])}`
           : args[0] === scripts.semaphoreAcquire.sha
             ? `full ${String(args[2 + Number(args[1])])}`
@@ -111,7 +111,7 @@ describe("calls gathered in one turn on the Redis store", () => {
       );
       return evalsha(...args);
     };
-    // One holder and one waiter: every fast take answers "waiters here" and goes on to the full script.
+    // One holder and one waiter: every fast acquire answers "waiters here" and goes on to the full script.
     const other = redisStore(redis);
     await other.semaphore.acquire({ storeKey: key, token: "h", limit: 1, weight: 1, leaseMs: 10_000 });
     await other.semaphore.acquire({
@@ -235,7 +235,7 @@ describe("calls of one lease reach the store in the order they were made", () =>
     if (lease === null) throw new Error("expected a lease");
     // The release's script is loaded, the renewal's is not: the renewal alone answers NOSCRIPT and goes again.
     await redis.script("FLUSH");
-    await redis.script("LOAD", scripts.semaphoreReturn.source);
+    await redis.script("LOAD", scripts.semaphoreReleaseFast.source);
     const lost: unknown[] = [];
     const listener = (event: unknown) => lost.push(event);
     subscribe(CHANNELS.lost, listener);

@@ -61,7 +61,7 @@ describe("redis store", () => {
     const slots = semaphore(redis, { limit: 1, prefix: uniquePrefix() });
     const first = await slots.acquire("k");
     await first?.release();
-    expect(await redis.script("EXISTS", scripts.semaphoreTake.sha)).toEqual([1]);
+    expect(await redis.script("EXISTS", scripts.semaphoreAcquireFast.sha)).toEqual([1]);
     await redis.script("FLUSH");
     const second = await slots.acquire("k");
     expect(second).not.toBeNull();

@@ -4,7 +4,7 @@
 // tenant index; a call of the same turn with a tenant goes in a call of its own, with the index. When
 // the first had to prune a lapsed tenant's permit, the script asked it again (-2), and the second
 // call, already sent, was served before it. Now the first prunes without the index and marks the
-// index for rebuilding ('~r' in lib/marks.lua): both are served in call order, and the next call
+// index for rebuilding ('~r' in the holders set, lua/lib/holders.lua): both are served in call order, and the next call
 // that reads the index rebuilds it from the holders, so the pruned permit is not counted forever.
 import { describe, expect, it } from "vitest";
 import { type Lease, memoryStore, redisStore, type SemaphoreLease, semaphore } from "../../../src/index.js";
@@ -58,7 +58,7 @@ describe("a fail-fast acquire without the tenant index that prunes a tenant's la
 });
 
 // Fail-fast admission on an id where a tenant holds is first come, first served on both stores (a
-// regression, fixed in lua/semaphore-take.lua).
+// regression, fixed in lua/semaphore-acquire-fast.lua).
 // On an id where a tenant holds, a Redis store that has not yet seen a tenant there sends a
 // fail-fast acquire without a tenant (the first of a turn) without the tenant index; the script answers -2 ("tenants hold: ask again with the
 // index") and the store re-sends it (redis/fast.ts). The re-sent call goes out only when the answer is
@@ -96,7 +96,7 @@ describe("fail-fast acquires on an id where a tenant holds", () => {
 
 // The Redis store remembers which ids have tenants (to declare their index on the fast paths) in a
 // set bounded to 10,000 ids that starts over when full. A tenant lease released after that set
-// forgot its id went through semaphore-return.lua without the tenant index: its members were
+// forgot its id went through semaphore-release-fast.lua without the tenant index: its members were
 // removed but its tenant kept counting them, so the tenant stayed "full" with nothing held.
 describe("a tenant lease released after the store forgot its id had tenants", () => {
   it("gives its tenant's share back", async () => {

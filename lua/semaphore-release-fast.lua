@@ -1,19 +1,44 @@
 #!lua flags=allow-oom
--- allow-oom: under maxmemory with noeviction, a holder must still be able to keep and return what it holds.
--- The release of leases on an id nobody waits for, for one caller or several issued together:
--- no helper. The keys keep their expiry: they still vanish with their latest lease.
--- KEYS[1] holders  KEYS[2] tenants, when a lease has one (see lib/holders.lua)
+-- The release of leases on a semaphore nobody waits for (semaphore-release.lua is the full path),
+-- for one lease or several issued together; it defines only the few helpers it calls. The keys
+-- keep their expiry: they still vanish with their latest lease. allow-oom: under maxmemory with
+-- noeviction, a holder must still be able to keep and return what it holds.
+-- KEYS: [1] holders, [2] tenants when a lease has one (see lib/holders.lua).
 -- ARGV: per lease, token, weight and the ms it was held (-1: not known) (three each); or, for one
--- lease of weight 1 (almost every request), its token alone, or its token and the ms it was held.
--- Returns {-1} when waiters exist (the marker), or when the tenant index must be rebuilt: the caller
--- runs semaphore-release.lua. Else, per lease, 1 when it was live, 0 when it was gone or had lapsed
--- (its members are removed either way): for one lease of weight 1, that number alone rather than a
--- table (Redis turns a table into a reply field by field). A live lease's hold is folded into the
--- id's typical hold (lib/hold.lua).
+--   lease of weight 1 (almost every request), its token alone, or its token and the ms it was held.
+-- Reply: {-1} when waiters exist (the marker), or when the tenant index must be rebuilt: the caller
+--   runs semaphore-release.lua. Else, per lease, 1 when it was live, 0 when it was gone or had
+--   lapsed (its members are removed either way): for one lease of weight 1, that number alone
+--   rather than a table (Redis turns a table into a reply field by field). A live lease's hold is
+--   folded into the id's typical hold (lib/hold.lua).
 local holders, tenants = KEYS[1], KEYS[2]
---!include lib/marks.lua
-if tenants and tenanted and (rebuild or redis.call('EXISTS', tenants) == 0) then return {-1} end
 --!include lib/clock.lua
+
+-- The holders set's markers (every member at a negative score; see lib/holders.lua), read here
+-- rather than by a helper: a Lua function is made anew on every call of its script, and this is
+-- almost every request's. '~' (waiters: the full script, {-1}), '~f' (the last fence, as its
+-- negated score: lib/fence.lua), '~h<record>' (the typical hold, lib/hold.lua), '~t' (tenant
+-- holders), '~r' (the tenant index counts permits pruned without it: rebuild it first).
+local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '(0', 'WITHSCORES')
+local nmarks = #marks / 2
+local last, fenced, tenanted, rebuild, record = 0, false, false, false, nil
+for i = 1, #marks, 2 do
+  local mark = marks[i]
+  if mark == '~' then return {-1} end
+  if mark == '~f' then
+    local f = -(marks[i + 1] + 0)
+    if f > last then last = f end
+    fenced = true
+  elseif mark == '~t' then
+    tenanted = true
+  elseif mark == '~r' then
+    rebuild = true
+  elseif string.sub(mark, 1, 2) == '~h' then
+    record = mark
+  end
+end
+if tenants and tenanted and (rebuild or redis.call('EXISTS', tenants) == 0) then return {-1} end
+local now, now_us = clock()
 
 -- The typical hold's figures (lib/hold.lua), parsed when first needed.
 local avg, upto, parsed, wrote = nil, nil, false, false
@@ -25,9 +50,9 @@ local out, answer = nil, 0
 if not short then out = {} end
 -- The arguments the loop below reads: none when the straight line has served the one lease.
 local nargs = #ARGV
--- Almost every release: one lease of weight 1, its hold not reported, no tenant, no old-style fence
--- marker. The loop below does the same for it; this straight line runs a fraction of its Lua.
-if #ARGV == 1 and not tenants and not legacy then
+-- Almost every release: one lease of weight 1, its hold not reported, no tenant. The loop below
+-- does the same for it; this straight line runs a fraction of its Lua.
+if #ARGV == 1 and not tenants then
   local score = redis.call('ZSCORE', holders, ARGV[1])
   if score then
     -- The last lease, and the clock has passed the last fence: its marker goes too (lib/fence.lua).
@@ -57,10 +82,10 @@ for i = 1, nargs, 3 do
     -- The tenant's sign matters only for a tenant's index or a heavier lease's further permits.
     local sign = (tenants or weight > 1) and string.find(token, '@', 1, true)
     -- The last of them, and the clock has passed the last fence (lib/fence.lua): its marker goes in
-    -- the same ZREM (and an old-style one).
-    local gone = (fenced or legacy) and present == weight and last < now_us
+    -- the same ZREM.
+    local gone = fenced and present == weight and last < now_us
     local removed
-    if weight == 1 and not legacy then
+    if weight == 1 then
       -- The common case, without building a table for unpack.
       if gone then removed = redis.call('ZREM', holders, token, '~f') - 1 else removed = redis.call('ZREM', holders, token) end
     else
@@ -68,10 +93,7 @@ for i = 1, nargs, 3 do
       if sign then base, suffix = string.sub(token, 1, sign - 1), string.sub(token, sign) end
       local members = { token }
       for w = 2, weight do members[#members + 1] = base .. '~' .. w .. suffix end
-      if gone then
-        if fenced then members[#members + 1] = '~f' end
-        if legacy then members[#members + 1] = legacy end
-      end
+      if gone then members[#members + 1] = '~f' end
       -- In slices: Lua's unpack stops at 8,000 values (a weight past 8,000).
       removed = 0
       for from = 1, #members, 4000 do
@@ -79,7 +101,7 @@ for i = 1, nargs, 3 do
       end
       if gone then removed = removed - #members + weight end
     end
-    if gone then fenced, legacy = false, nil end
+    if gone then fenced = false end
     present = present - removed
     if sign and tenants then
       local tenant = string.sub(token, sign + 1)
@@ -95,6 +117,7 @@ for i = 1, nargs, 3 do
         avg, upto, parsed = tonumber(avg), tonumber(upto), true
       end
 --!include lib/hold.lua
+      avg, upto = hold_fold(avg, upto, now, ends, held)
       wrote = true
     end
   elseif not short then
@@ -123,12 +146,12 @@ if present == 0 and not tenantMark then
     upto = upto_text and upto_text + 0
   end
   local keep = nil
-  if (fenced or legacy) and last >= now_us then keep = math.floor(last / 1000) + 1 end
+  if fenced and last >= now_us then keep = math.floor(last / 1000) + 1 end
   if upto and upto > now and (not keep or upto > keep) then keep = upto end
   if keep then
     if keep ~= upto or not upto_text then upto_text = string.format('%d', keep) end
     redis.call('PEXPIREAT', holders, upto_text)
-  elseif record or fenced or legacy then
+  elseif record or fenced then
     redis.call('DEL', holders)
   end
   -- Else the set held no marker either: the ZREM that emptied it removed the key already.

@@ -5,7 +5,7 @@
 //
 //   npm run build
 //   redis-server --port 6404 --save '' --appendonly no --daemonize yes
-//   C=1 R=30 N=500 PORT=6404 node bench/prototypes/floor-cycle.mjs
+//   C=1 R=30 N=500 PORT=6404 node bench/floors/floor-cycle.mjs
 //   redis-cli -p 6404 shutdown nosave
 //
 // Subjects: rs (redis-semaphore), floor (./floor-scripts.mjs by EVALSHA from ioredis: the cheapest pair
@@ -35,7 +35,7 @@ const serverMicros = () => {
   const fields = readFileSync(`/proc/${serverPid}/stat`, "utf8").split(" ");
   return (Number(fields[13]) + Number(fields[14])) * 10_000;
 };
-for (const s of [scripts.semaphoreTake, scripts.semaphoreReturn, floorScripts.take, floorScripts.back]) {
+for (const s of [scripts.semaphoreAcquireFast, scripts.semaphoreReleaseFast, floorScripts.take, floorScripts.back]) {
   await redis.script("LOAD", s.source);
 }
 let n = 0;
@@ -56,8 +56,8 @@ const subjects = {
   },
   scripts: async () => {
     const t = token();
-    await redis.evalsha(scripts.semaphoreTake.sha, 1, key, t, 1e6, 60_000);
-    await redis.evalsha(scripts.semaphoreReturn.sha, 1, key, t);
+    await redis.evalsha(scripts.semaphoreAcquireFast.sha, 1, key, t, 1e6, 60_000);
+    await redis.evalsha(scripts.semaphoreReleaseFast.sha, 1, key, t);
   },
   engine: async () => {
     const lease = await slots.acquire("k");

@@ -1,7 +1,7 @@
 // The Redis server's cost of one acquire + release cycle, in instructions (issue #12, item 1).
 //
 //   npm run build                      # the harness drives leasehold as built in dist/
-//   node bench/prototypes/server-cost.mjs [--layer=engine|store|scripts|floor|redis-semaphore]
+//   node bench/floors/server-cost.mjs [--layer=engine|store|scripts|floor|redis-semaphore]
 //        [--cycles=1000] [--held-every=0] [--whole] [--keep] [--dist=path/to/dist/esm/src/index.js] [--port=6391]
 //
 // Starts a private `redis-server --port 6391 --save '' --appendonly no` under
@@ -13,7 +13,7 @@
 // EVALSHA, nothing around them), `floor` (./floor-scripts.mjs: the cheapest pair with the same
 // guarantees), `redis-semaphore` (its own acquire + release, for reference),
 // `handoff` (the contended benchmark's hand-offs, `--batch` releases in one turn: see the driver), and
-// `handoff-floor` (the same through bench/prototypes/handoff-floor.mjs).
+// `handoff-floor` (the same through bench/floors/handoff-floor.mjs).
 // `--dist` points at another build (e.g. main's, built in a clean copy) to compare old and new.
 import { spawn } from "node:child_process";
 import { readFileSync, rmSync } from "node:fs";
@@ -154,7 +154,7 @@ async function driver(redis) {
     };
   }
   if (layer === "handoff-floor") {
-    // The same steady state through bench/prototypes/handoff-floor.mjs (the cheapest hand-off found
+    // The same steady state through bench/floors/handoff-floor.mjs (the cheapest hand-off found
     // with the guarantees the benchmark exercises): `--batch` releases in one turn, each granting the
     // head waiter (heard in the release's reply), then the releasers join again in one turn; a PING
     // on the same connection answers once the joins have run. Per hand-off: perHandOff.
@@ -173,9 +173,9 @@ async function driver(redis) {
     };
   }
   if (layer === "scripts") {
-    const { scripts } = await import(pathToFileURL(join(dist, "../store/lua.generated.js")).href);
-    const take = await redis.script("LOAD", scripts.semaphoreTake.source);
-    const give = await redis.script("LOAD", scripts.semaphoreReturn.source);
+    const { scripts } = await import(pathToFileURL(join(dist, "../store/redis/lua.generated.js")).href);
+    const take = await redis.script("LOAD", scripts.semaphoreAcquireFast.source);
+    const give = await redis.script("LOAD", scripts.semaphoreReleaseFast.source);
     return async (i) => {
       const token = `t${i}`;
       await redis.evalsha(take, 1, "{cost:k}", token, limit, 30_000);

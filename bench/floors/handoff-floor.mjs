@@ -2,7 +2,7 @@
 // "Contended hand-off, fifth round"): not leasehold, a floor to measure it against. A module with
 // the face contended-side.mjs drives (`semaphore({ client, limit, prefix }).acquire(id, { waitMs })`
 // answering a lease with `release()`), so both run side by side in one process:
-//   node bench/prototypes/contended-side.mjs --port=6403 new=dist/esm/src/index.js floor=bench/prototypes/handoff-floor.mjs
+//   node bench/floors/contended-side.mjs --port=6403 new=dist/esm/src/index.js floor=bench/floors/handoff-floor.mjs
 // What it keeps: the server's clock (TIME) for every expiry, a token of 128 random bits, FIFO
 // grants made inside the release script (a freed permit goes to the head waiter, reserved until its
 // waiter lease ends), a fence per grant that grows (HINCRBY), waiter leases that lapse (a dead

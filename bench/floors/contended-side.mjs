@@ -1,7 +1,7 @@
 // The contended benchmark's queue (limit 16, 64 callers, 5 ms bodies, `waitMs`) for several builds
 // side by side in one process, in interleaved rounds, against one redis-server (bench/HISTORY.md,
 // "Contended hand-off, fourth round"). Wall clock, so read the ratios of many rounds, not one.
-//   node bench/prototypes/contended-side.mjs --port=6391 --rounds=6 --ms=3000 \
+//   node bench/floors/contended-side.mjs --port=6391 --rounds=6 --ms=3000 \
 //     old=/tmp/mainbuild/dist/esm/src/index.js new=dist/esm/src/index.js
 // A subject `name=path:VAR=value` sets an environment variable while its semaphore is made (a build
 // that reads one there).

@@ -1,8 +1,8 @@
 // The floor of an in-process leased semaphore (issue #12, item 5): what keeping leasehold's guarantees
 // costs when nothing else is in the way. Bench-only; not part of the library.
 //
-//   npm run build && node bench/prototypes/lean-memory.mjs              # every subject, 3 interleaved rounds
-//   SUBJECT="lean run" N=200000 node --single-threaded bench/prototypes/lean-memory.mjs   # one, for callgrind:
+//   npm run build && node bench/floors/lean-memory.mjs              # every subject, 3 interleaved rounds
+//   SUBJECT="lean run" N=200000 node --single-threaded bench/floors/lean-memory.mjs   # one, for callgrind:
 //   valgrind --tool=callgrind --callgrind-out-file=/dev/null node --single-threaded ... at two values of N,
 //   (instructions at the larger - at the smaller) / (difference of N) = instructions per task.
 //

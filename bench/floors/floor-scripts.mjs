@@ -3,7 +3,7 @@
 // greater than every earlier one on the id (the score of a marker '~f', kept until the clock has
 // passed it), the waiters marker '~' that sends callers to the full path, a token-checked release
 // answering 0 for a lapsed lease, every key with an expiry, one declared key. Left out, and so not a
-// replacement for lua/semaphore-take.lua and semaphore-return.lua: the typical hold, tenants,
+// replacement for lua/semaphore-acquire-fast.lua and semaphore-release-fast.lua: the typical hold, tenants,
 // weights, refusals' figures, batches of several calls. A floor to measure against, not a build.
 import { createHash } from "node:crypto";
 

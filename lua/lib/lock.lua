@@ -1,5 +1,9 @@
+-- The lock's full path: reading, taking, freeing and granting the lock key, and settling its
+-- waiting room. Needs fence.lua and queue.lua, included before this, and the locals `lock`, `meta`,
+-- `queue`, `expiry`, `now` and `now_us` (lib/clock.lua).
+
 -- How a lock's full path ends: the waiting room's keys live exactly until the last waiter lease
--- ends, and vanish with it. (The lock key expires with its own lease.) Needs fence.lua and queue.lua.
+-- ends, and vanish with it. (The lock key expires with its own lease.)
 local function settle(now)
   local last = queue_latest()
   if not last or last <= now then
@@ -13,12 +17,11 @@ end
 
 -- The lock's holder (nil when free), its last fence (0 when none is kept) and the rest of its value:
 -- '' or ' <record>', the typical hold (lib/hold.lua). The value is '<token> <fence>[ <record>]', or
--- '~ <fence>[ <record>]' while free; a bare token is a lock taken before fences.
+-- '~ <fence>[ <record>]' while free.
 local function lock_read()
   local value = redis.call('GET', lock)
   if not value then return nil, 0, '' end
   local who, fence, rest = string.match(value, '^(%S+) (%d+)(.*)$')
-  if not who then return value, 0, '' end
   if who == '~' then return nil, tonumber(fence), rest end
   return who, tonumber(fence), rest
 end

@@ -2,7 +2,7 @@
 // no lease, no round trip), with the face contended-side.mjs drives, so that it runs in the same
 // rounds as the Redis subjects and shares their load (bench/HISTORY.md, "Contended hand-off, fifth
 // round"; `npm run bench -- --only=contended` runs async-sema for the same purpose).
-//   node bench/prototypes/contended-side.mjs --port=6403 inprocess=bench/prototypes/handoff-inprocess.mjs ...
+//   node bench/floors/contended-side.mjs --port=6403 inprocess=bench/floors/handoff-inprocess.mjs ...
 export function semaphore({ limit }) {
   let free = limit;
   const waiting = [];

@@ -7,7 +7,7 @@
 //
 //   npm run build
 //   redis-server --port 6402 --save '' --appendonly no --daemonize yes
-//   REDIS_URL=redis://127.0.0.1:6402 node bench/prototypes/http-redis-side.mjs [--modes=none,redis,...]
+//   REDIS_URL=redis://127.0.0.1:6402 node bench/floors/http-redis-side.mjs [--modes=none,redis,...]
 //        [--count=1 (one Redis mode: the server prints its script calls by kind and item count)] [--rounds=5] [--seconds=1.5] [--root=/path/to/another/checkout]  (main's build beside this one)
 //
 // With --root, a second server process runs the same modes from that checkout's bench/http-server.ts

@@ -1,27 +1,52 @@
 #!lua
--- A shebang without allow-oom: at maxmemory with noeviction, taking a new lease is refused up front (OOM).
--- The fail-fast acquire, for one caller or for several issued together (the store coalesces the
--- calls of one turn on one id, in the order they were made): almost every request makes this call,
--- so it declares the holders set (and the tenant index when a caller has a tenant) and defines no
--- helper.
--- KEYS[1] holders  KEYS[2] tenants, when a caller has one  (see lib/holders.lua)
+-- The fail-fast acquire of a semaphore nobody waits for (semaphore-acquire.lua is the full path),
+-- for one caller or for several issued together (the store coalesces the calls of one turn on one
+-- id, in the order they were made). Almost every request makes this call, so it declares the
+-- holders set alone (and the tenant index when a caller has a tenant) and defines only the few
+-- helpers it calls. The shebang has no allow-oom: at maxmemory with noeviction, taking a new lease
+-- is refused up front (OOM).
+-- KEYS: [1] holders, [2] tenants when a caller has one (see lib/holders.lua).
 -- ARGV: per call, token, limit, lease ms, weight, tenant cap (0: none) (five each); or, for one call
--- of weight 1 and no cap (almost every request), token, limit and lease ms alone.
--- Returns {-1} when waiters exist (the marker) or the tenant index must be rebuilt: the caller runs
--- semaphore-acquire.lua. Else two numbers per call: 0 and its fence when it holds its
--- permits (lib/fence.lua: the calls' fences follow one another, in order); when refused, the ms
--- until the nearest lease ends (negative: refused because its tenant is at its cap, the ms until
--- the tenant's own nearest lease ends) and the id's typical hold (lib/hold.lua; 0: none). A call of
--- three arguments that holds gets its fence alone, a number rather than a table: Redis turns a
--- table into a reply field by field (it looks up 'err', 'ok' and five more names first).
+--   of weight 1 and no cap (almost every request), token, limit and lease ms alone.
+-- Reply: {-1} when waiters exist (the marker) or the tenant index must be rebuilt: the caller runs
+--   semaphore-acquire.lua. Else two numbers per call: 0 and its fence when it holds its permits
+--   (lib/fence.lua: the calls' fences follow one another, in order); when refused, the ms until the
+--   nearest lease ends (negative: refused because its tenant is at its cap, the ms until the
+--   tenant's own nearest lease ends) and the id's typical hold (lib/hold.lua; 0: none). A call of
+--   three arguments that holds gets its fence alone, a number rather than a table: Redis turns a
+--   table into a reply field by field (it looks up 'err', 'ok' and five more names first).
 local holders, tenants = KEYS[1], KEYS[2]
---!include lib/marks.lua
+--!include lib/clock.lua
+
+-- The holders set's markers (every member at a negative score; see lib/holders.lua), read here
+-- rather than by a helper: a Lua function is made anew on every call of its script, and this is
+-- almost every request's. '~' (waiters: the full script, {-1}), '~f' (the last fence, as its
+-- negated score: lib/fence.lua), '~h<record>' (the typical hold, lib/hold.lua), '~t' (tenant
+-- holders), '~r' (the tenant index counts permits pruned without it: rebuild it first).
+local marks = redis.call('ZRANGEBYSCORE', holders, '-inf', '(0', 'WITHSCORES')
+local nmarks = #marks / 2
+local last, fenced, tenanted, rebuild, record = 0, false, false, false, nil
+for i = 1, #marks, 2 do
+  local mark = marks[i]
+  if mark == '~' then return {-1} end
+  if mark == '~f' then
+    local f = -(marks[i + 1] + 0)
+    if f > last then last = f end
+    fenced = true
+  elseif mark == '~t' then
+    tenanted = true
+  elseif mark == '~r' then
+    rebuild = true
+  elseif string.sub(mark, 1, 2) == '~h' then
+    record = mark
+  end
+end
 -- The index must be there and count only present members ('~r': rebuild it), else the full script
 -- rebuilds it. Without the index declared (no caller of this call has a tenant), tenants holding
 -- matter only to a pruning of lapsed holders, which then marks the index for rebuilding: every call
 -- is served in its turn (a call asked again would be served after the calls issued after it).
 if tenanted and tenants and (rebuild or redis.call('EXISTS', tenants) == 0) then return {-1} end
---!include lib/clock.lua
+local now, now_us = clock()
 
 local card = redis.call('ZCARD', holders) - nmarks
 -- Almost every request: one call of weight 1, no tenant, room for it. The loop below does the same
@@ -31,7 +56,6 @@ if #ARGV == 3 and card < ARGV[2] + 0 and not string.find(ARGV[1], '@', 1, true) 
   local ends = now + ARGV[3]
   if now_us > last then last = now_us else last = last + 1 end
   redis.call('ZADD', holders, string.format('%d', ends), ARGV[1], string.format('%d', -last), '~f')
-  if legacy then redis.call('ZREM', holders, legacy) end
   -- As below: until the lease ends, and the clock has passed the fence; a new key gets its first expiry.
   local at = ends + 1
   if last >= ends * 1000 then at = (last - last % 1000) / 1000 + 1 end
@@ -51,6 +75,7 @@ local fresh = card == 0 and nmarks == 0
 local stale = false
 local out = {}
 local latest = nil
+local hold = nil
 for i = 1, #ARGV, step do
   -- Numbers read by arithmetic (tonumber parses twice), strings compared where none is needed.
   local token, limit, lease = ARGV[i], ARGV[i + 1] + 0, ARGV[i + 2] + 0
@@ -137,32 +162,35 @@ for i = 1, #ARGV, step do
       out[#out + 1] = 0
       out[#out + 1] = last
     end
-  elseif cap > 0 and used + weight > cap then
-    -- The tenant's own figure: when one of its leases ends.
-    local nearest = 1
-    local live = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES')
-    for j = 1, #live, 2 do
-      local t = string.find(live[j], '@', 1, true)
-      if t and string.sub(live[j], t + 1) == tenant then
-        nearest = math.max(1, tonumber(live[j + 1]) - now)
-        break
-      end
-    end
-    out[#out + 1] = -nearest
---!include lib/hold-read.lua
-    out[#out + 1] = hold
   else
-    local first = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES', 'LIMIT', '0', '1')
-    out[#out + 1] = math.max(1, tonumber(first[2]) - now)
+    if cap > 0 and used + weight > cap then
+      -- The tenant's own figure: when one of its leases ends.
+      local nearest = 1
+      local live = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES')
+      for j = 1, #live, 2 do
+        local t = string.find(live[j], '@', 1, true)
+        if t and string.sub(live[j], t + 1) == tenant then
+          nearest = math.max(1, tonumber(live[j + 1]) - now)
+          break
+        end
+      end
+      out[#out + 1] = -nearest
+    else
+      local first = redis.call('ZRANGEBYSCORE', holders, '0', '+inf', 'WITHSCORES', 'LIMIT', '0', '1')
+      out[#out + 1] = math.max(1, tonumber(first[2]) - now)
+    end
+    -- The typical hold, read at the call's first refusal (an acquire never writes it).
+    if not hold then
 --!include lib/hold-read.lua
+      hold = hold_read(record, now)
+    end
     out[#out + 1] = hold
   end
 end
 if latest then
   -- The marker's score moves on to the last fence given (one ZADD: the member stays, the set never
-  -- empties), unless the grant's own ZADD moved it; an old-style marker goes.
+  -- empties), unless the grant's own ZADD moved it.
   if stale then redis.call('ZADD', holders, string.format('%d', -last), '~f') end
-  if legacy then redis.call('ZREM', holders, legacy) end
   -- The key lives until its latest lease ends, and the clock has passed its fence. GT only ever
   -- raises an existing expiry (every script leaves the key with one). Not one ms sooner: the
   -- tenants' index lives as long, and must not outlive the set whose '~t' says it is kept.
