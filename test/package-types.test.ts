@@ -28,10 +28,12 @@ const locks = lock({ client: memoryStore() });
 const middleware: { close(): Promise<void> } = expressSemaphore("api", 2);
 const hono: { close(): Promise<void> } = honoSemaphore("api", 2);
 const fastify: { close(): Promise<void> } = fastifyLock("order", { key: (req) => (req.params as { id: string }).id });
+// Declaration merging: the request carries its lease.
+const signalOf = (request: import("fastify").FastifyRequest): AbortSignal | undefined => request.lease?.signal;
 const module: unknown = LeaseholdModule.forRoot({});
 const stops: (() => void)[] = [instrument(), collectMetrics()];
 const store: Store = memoryStore();
-export const used = [held, locks, middleware, hono, fastify, leasehold, module, stops, store, redisStore];
+export const used = [held, locks, middleware, hono, fastify, leasehold, signalOf, module, stops, store, redisStore];
 `;
 
 /** The consumers: a file name (its extension picks CommonJS or ESM under node16) and the compiler options. */
