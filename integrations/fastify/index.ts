@@ -67,7 +67,14 @@ export function lock(name: string, options?: FastifyLockOptions): LeaseholdHook 
 export type { LockLease, SemaphoreLease } from "../../src/lease/types.js";
 export type { CloseOptions } from "../../src/options/types.js";
 export { PROBLEM_TYPES } from "../http/problem.js";
-export type { Closable, ProblemDetails, ProblemType, RejectionContext, RejectionReason } from "../http/types.js";
+export type {
+  Closable,
+  ProblemDetails,
+  ProblemType,
+  RejectionContext,
+  RejectionReason,
+  SharedAdmissionOptions,
+} from "../http/types.js";
 export { type LeaseholdDecorator, type LeaseholdPluginOptions, leasehold } from "./plugin.js";
 export type { FastifyLockOptions, FastifyOnRejected, FastifySemaphoreOptions, LeaseholdHook } from "./types.js";
 export type { Rejection, RequestLease };

@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyPluginCallback, FastifyRequest } from "fastify";
 import { DISCONNECT_GRACE_MS } from "../../src/options/defaults.js";
 import { knownOptions, optionsObject, positiveMs } from "../../src/options/validate.js";
-import type { ClientInput } from "../../src/store/access/types.js";
-import type { AdmissionOptions } from "../http/types.js";
+import { given, parseAdmissionOptions } from "../http/config.js";
+import { SHARED_DEFAULTS } from "../http/lists.js";
+import type { AdmissionOptions, SharedAdmissionOptions } from "../http/types.js";
 import { hook } from "./hook.js";
 import type { FastifyLockOptions, FastifyOnRejected, FastifySemaphoreOptions, LeaseholdHook } from "./types.js";
 
@@ -15,34 +16,10 @@ import type { FastifyLockOptions, FastifyOnRejected, FastifySemaphoreOptions, Le
  * const options: LeaseholdPluginOptions = { client: redis, onStoreError: "fail-open", shutdownGraceMs: 10_000 };
  * ```
  */
-export interface LeaseholdPluginOptions
-  extends Pick<
-    AdmissionOptions<FastifyRequest, FastifyOnRejected>,
-    "prefix" | "onStoreError" | "onStoreUnavailable" | "onLeaseLost" | "onRenewError" | "disconnectGraceMs" | "exposeFence"
-  > {
-  /** Where leases live. @default the process-wide embedded memory store */
-  client?: ClientInput;
-  /**
-   * When the app closes (`app.close()`), how long requests in flight may work
-   * on after their lease's signal aborted with a `ShutdownError`; permits still
-   * held then are released (the request answered 503 `shutting-down`, or cut
-   * if its response had started). See docs/operations.md, Shutting down.
-   * @default 5000
-   */
-  shutdownGraceMs?: number;
-}
+export interface LeaseholdPluginOptions extends SharedAdmissionOptions<FastifyRequest, FastifyOnRejected> {}
 
 /** The plugin options every hook takes as defaults. */
-export const PLUGIN_DEFAULTS = [
-  "client",
-  "prefix",
-  "onStoreError",
-  "onStoreUnavailable",
-  "onLeaseLost",
-  "onRenewError",
-  "disconnectGraceMs",
-  "exposeFence",
-] as const satisfies readonly (keyof LeaseholdPluginOptions)[];
+export const PLUGIN_DEFAULTS = SHARED_DEFAULTS;
 
 const PLUGIN_OPTIONS = [...PLUGIN_DEFAULTS, "shutdownGraceMs"] as const;
 
@@ -75,32 +52,39 @@ declare module "fastify" {
   }
 }
 
-function pluginOptions(options: unknown): LeaseholdPluginOptions {
-  optionsObject(options, "leasehold plugin");
-  const given = (options ?? {}) as LeaseholdPluginOptions;
-  knownOptions(given as Record<string, unknown>, PLUGIN_OPTIONS, "leasehold plugin");
-  return given;
+const WHERE = "leasehold plugin";
+
+/** The plugin's options checked, values included, at registration: the defaults every hook will take. */
+function pluginDefaults(options: unknown): {
+  defaults: AdmissionOptions<FastifyRequest, FastifyOnRejected>;
+  graceMs: number;
+} {
+  const passed = optionsObject(options, WHERE) as LeaseholdPluginOptions;
+  knownOptions(passed, PLUGIN_OPTIONS, WHERE);
+  const defaults = given(passed, PLUGIN_DEFAULTS);
+  // As a route would take them: a bad value fails the app's start, not the first route declared.
+  parseAdmissionOptions({ kind: "lock", name: "plugin", options: defaults }, WHERE);
+  const { shutdownGraceMs } = passed;
+  const graceMs =
+    shutdownGraceMs === undefined
+      ? DISCONNECT_GRACE_MS
+      : positiveMs(
+          "shutdownGraceMs",
+          shutdownGraceMs,
+          "Pass how long requests in flight may finish when the app closes, e.g. shutdownGraceMs: 10000.",
+        );
+  return { defaults, graceMs };
 }
 
 function register(app: FastifyInstance, options: LeaseholdPluginOptions, done: (error?: Error) => void): void {
-  let defaults: AdmissionOptions<FastifyRequest, FastifyOnRejected>;
-  let graceMs: number;
+  let checked: ReturnType<typeof pluginDefaults>;
   try {
-    const checked = pluginOptions(options);
-    const { shutdownGraceMs, ...rest } = checked;
-    defaults = rest;
-    graceMs =
-      shutdownGraceMs === undefined
-        ? DISCONNECT_GRACE_MS
-        : positiveMs(
-            "shutdownGraceMs",
-            shutdownGraceMs,
-            "Pass how long requests in flight may finish when the app closes, e.g. shutdownGraceMs: 10000.",
-          );
+    checked = pluginDefaults(options);
   } catch (error) {
     done(error as Error);
     return;
   }
+  const { defaults, graceMs } = checked;
   const hooks: LeaseholdHook[] = [];
   const made = (made: LeaseholdHook): LeaseholdHook => {
     hooks.push(made);

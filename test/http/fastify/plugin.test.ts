@@ -77,6 +77,12 @@ describe("the leasehold plugin", () => {
     await expect(app.ready()).rejects.toThrow(/clinet/);
   });
 
+  it("refuses a bad value of a default, naming it, when the app starts", async () => {
+    app = Fastify();
+    app.register(leasehold, { onStoreError: "open" as never });
+    await expect(app.ready()).rejects.toThrow(/`onStoreError` must be "fail-closed" or "fail-open"/);
+  });
+
   it("refuses a bad route option made through app.leasehold when the route is declared", async () => {
     app = Fastify();
     await app.register(leasehold, {});
