@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction, onRequestHo
 import type { LeaseLostError } from "../../src/errors/index.js";
 import type { CloseOptions } from "../../src/options/types.js";
 import { Admission } from "../http/admission.js";
-import { type AdmissionConfig, parseAdmissionOptions } from "../http/config.js";
+import { parseAdmissionOptions } from "../http/config.js";
 import { type Admitted, Exchange, FENCE_HEADER, LeaseView } from "../http/exchange.js";
 import { handlerFailed, reportHandlerEnd, sendRejection, watchNodeResponse } from "../http/node-response.js";
 import { abortReasonOf, leaseLostRejection } from "../http/problem.js";
@@ -124,12 +124,8 @@ export function hook(
   defaults?: AdmissionOptions<FastifyRequest, FastifyOnRejected>,
 ): LeaseholdHook {
   const admission = new Admission(parseAdmissionOptions(route, where, defaults));
-  return hookOf(admission);
-}
-
-function hookOf(admission: Admission<FastifyRequest, FastifyOnRejected>): LeaseholdHook {
   const { config } = admission;
-  const { name, disconnectGraceMs } = config satisfies AdmissionConfig<FastifyRequest, FastifyOnRejected>;
+  const { name, disconnectGraceMs } = config;
   const settings: Route = { onRejected: config.onRejected, exposeFence: config.exposeFence };
   hearHijackedFailures();
   const handler = function leasehold(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
