@@ -1,21 +1,25 @@
 // The HTTP servers of the overhead benchmark for one framework, in a process of
 // their own so the load generator does not share their event loop: FRAMEWORK
-// (express|hono|nestjs), and MODES and PORTS, two comma-separated lists of the
+// (express|hono|nestjs|fastify), and MODES and PORTS, two comma-separated lists of the
 // same length (mode: none|async|memory|redis|rejecting; Hono also wrapped and redis-wrapped: the
 // same guard as one handler, `middleware.wrap(handler)`; and redis-bare: the floor of any Redis guard, two bare
-// ioredis script calls per request, a take before the handler and a return once the response is written). Every variant lives in
+// ioredis script calls per request, a take before the handler and a return once the response is written; Fastify also
+// rate-limit and rate-limit-redis: @fastify/rate-limit on the same route, local and on Redis). Every variant lives in
 // this one process, so all of them run with the same heap and loaded code.
 // Prints "listening" when all are ready.
 import "reflect-metadata";
 import { randomBytes } from "node:crypto";
 import { createServer, type ServerResponse } from "node:http";
+import rateLimit from "@fastify/rate-limit";
 import { createAdaptorServer } from "@hono/node-server";
 import { type CanActivate, Controller, Get, Injectable, Module, UseGuards } from "@nestjs/common";
 import { NestFactory } from "@nestjs/core";
 import express from "express";
+import Fastify from "fastify";
 import { type Context, Hono } from "hono";
 import { Redis } from "ioredis";
 import { semaphore as expressSemaphore } from "../dist/esm/integrations/express/index.js";
+import { semaphore as fastifySemaphore } from "../dist/esm/integrations/fastify/index.js";
 import { semaphore as honoSemaphore } from "../dist/esm/integrations/hono/index.js";
 import { LeaseholdModule, Semaphore } from "../dist/esm/integrations/nestjs/index.js";
 import { type ClientInput, memoryStore, semaphore } from "../dist/esm/src/index.js";
@@ -95,6 +99,18 @@ async function serve(mode: string, port: number): Promise<void> {
     else if (asyncNoop) app.get("/", (_req, _res, next) => void Promise.resolve().then(() => next()), handler);
     else app.get("/", handler);
     await new Promise<void>((resolve) => createServer(app).listen(port, "127.0.0.1", resolve));
+  } else if (framework === "fastify") {
+    const app = Fastify();
+    const handler = async () => ({ ok: true });
+    if (mode.startsWith("rate-limit")) {
+      // The same route behind @fastify/rate-limit's own hook, with a ceiling no run reaches: what a
+      // Fastify user pays for that plugin's per-request bookkeeping, beside what leasehold costs.
+      await app.register(rateLimit, { global: false, ...(mode === "rate-limit-redis" ? { redis } : {}) });
+      app.get("/", { onRequest: app.rateLimit({ max: 1_000_000_000, timeWindow: 60_000 }) }, handler);
+    } else if (guarded) app.get("/", { onRequest: fastifySemaphore(name, routeLimit, { client }) }, handler);
+    else if (asyncNoop) app.get("/", { onRequest: async () => {} }, handler);
+    else app.get("/", handler);
+    await app.listen({ port, host: "127.0.0.1" });
   } else if (framework === "hono") {
     const app = new Hono();
     if (mode === "redis-bare") app.get("/", bareGuard(name));

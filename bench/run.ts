@@ -360,7 +360,8 @@ async function httpOverhead(): Promise<void> {
   const rows: Record<string, number | string>[] = [];
   const bars: Scenario["bars"] = [];
   const targets: Target[] = [];
-  for (const framework of ["express", "hono", "nestjs"]) {
+  // BENCH_FRAMEWORKS=fastify (with --only=httpOverhead) measures some of them.
+  for (const framework of (process.env.BENCH_FRAMEWORKS ?? "express,hono,nestjs,fastify").split(",")) {
     // Every variant runs at once, in one server process (idle until driven), and the rounds
     // interleave them: a slow moment of this shared machine then costs every variant alike,
     // and the median drops it.
@@ -368,6 +369,8 @@ async function httpOverhead(): Promise<void> {
     // without its async middleware chain.
     const modes = ["none", "async", "memory", "redis", "rejecting"];
     if (framework === "hono") modes.push("wrapped", "redis-wrapped");
+    // Fastify also beside @fastify/rate-limit on the same route, local and on Redis.
+    if (framework === "fastify") modes.push("rate-limit", "rate-limit-redis");
     const ports: number[] = [];
     for (const _ of modes) ports.push(await freePort());
     const child = spawn(process.execPath, ["--import", "tsx", "bench/http-server.ts"], {
@@ -402,9 +405,11 @@ async function httpOverhead(): Promise<void> {
               ? "no-op async middleware"
               : mode === "rejecting"
                 ? "guarded, every request refused"
-                : mode.endsWith("wrapped")
-                  ? `guarded by wrap(handler), ${mode === "wrapped" ? "memory" : "redis"} store`
-                  : `guarded, ${mode} store`,
+                : mode.startsWith("rate-limit")
+                  ? `@fastify/rate-limit, ${mode === "rate-limit" ? "local" : "redis"} store`
+                  : mode.endsWith("wrapped")
+                    ? `guarded by wrap(handler), ${mode === "wrapped" ? "memory" : "redis"} store`
+                    : `guarded, ${mode} store`,
         "req/s": Math.round(result.requests.average),
         "vs unguarded": round(result.requests.average / base.requests.average, 3),
         "p50 ms": result.latency.p50,

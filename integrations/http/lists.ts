@@ -1,5 +1,5 @@
 import { ENGINE_OPTIONS } from "../../src/options/lists.js";
-import type { AdmissionOptions, LockAdmissionOptions, SemaphoreAdmissionOptions } from "./types.js";
+import type { AdmissionOptions, LockAdmissionOptions, SemaphoreAdmissionOptions, SharedAdmissionOptions } from "./types.js";
 
 /** Options passed through to the engine primitive as they are (it validates them itself, at creation): the engine's own list. */
 export { ENGINE_OPTIONS };
@@ -31,3 +31,15 @@ export const SEMAPHORE_OPTIONS = [
 
 /** Every option of {@link LockAdmissionOptions}. */
 export const LOCK_OPTIONS = [...ADAPTER_OPTIONS, "ttlMs"] as const satisfies readonly (keyof LockAdmissionOptions<unknown>)[];
+
+/** The options of {@link SharedAdmissionOptions} every route takes as defaults (all but `shutdownGraceMs`). */
+export const SHARED_DEFAULTS = [
+  "client",
+  "prefix",
+  "onStoreError",
+  "onStoreUnavailable",
+  "onLeaseLost",
+  "onRenewError",
+  "disconnectGraceMs",
+  "exposeFence",
+] as const satisfies readonly (keyof SharedAdmissionOptions<unknown>)[];

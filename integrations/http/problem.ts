@@ -167,6 +167,17 @@ function isAbortReason(error: unknown): error is AbortReason {
 }
 
 /**
+ * The leasehold abort reason `error` is or carries as the `cause` of an `AbortError` made from
+ * `lease.signal`; `undefined` for any other error. True-ish exactly when {@link abortRejection}
+ * has an answer (or `null`) for it.
+ */
+export function abortReasonOf(error: unknown): AbortReason | undefined {
+  if (isAbortReason(error)) return error;
+  if (error instanceof Error && error.name === "AbortError" && isAbortReason(error.cause)) return error.cause;
+  return undefined;
+}
+
+/**
  * The answer to a request whose handler failed with one of leasehold's own abort reasons: what a
  * handler that passes `lease.signal` to its work and lets the rejection propagate (as the docs
  * recommend) fails with. The reason itself is recognised, and as the `cause` of an `AbortError` made
@@ -176,9 +187,7 @@ function isAbortReason(error: unknown): error is AbortReason {
  * framework's to answer and log.
  */
 export function abortRejection(error: unknown, key: string, limit: number): Rejection | null | undefined {
-  let reason: AbortReason | undefined;
-  if (isAbortReason(error)) reason = error;
-  else if (error instanceof Error && error.name === "AbortError" && isAbortReason(error.cause)) reason = error.cause;
+  const reason = abortReasonOf(error);
   if (reason === undefined) return undefined;
   if (reason instanceof ClientAbortedError) return null;
   if (reason instanceof ShutdownError) return shuttingDownRejection(reason, key, limit);

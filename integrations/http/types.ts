@@ -91,6 +91,35 @@ export interface AdmissionOptions<Req, OnRejected = never> {
   exposeFence?: boolean;
 }
 
+/**
+ * What an app-wide registration (NestJS's `LeaseholdModule.forRoot`, Fastify's
+ * `leasehold` plugin) takes: the client, defaults for every route it guards,
+ * and how long requests in flight may finish when the app closes.
+ *
+ * @example
+ * ```ts
+ * const shared: SharedAdmissionOptions<unknown> = { client: redis, onStoreError: "fail-open", shutdownGraceMs: 10_000 };
+ * ```
+ */
+export interface SharedAdmissionOptions<Req, OnRejected = never>
+  extends Pick<
+    AdmissionOptions<Req, OnRejected>,
+    "prefix" | "onStoreError" | "onStoreUnavailable" | "onLeaseLost" | "onRenewError" | "disconnectGraceMs" | "exposeFence"
+  > {
+  /** Where leases live. @default the process-wide embedded memory store */
+  client?: ClientInput;
+  /**
+   * When the application closes (NestJS: `app.close()`, or a signal with
+   * `app.enableShutdownHooks()`; Fastify: `app.close()`), how long requests
+   * in flight may work on after their lease's signal aborted with a
+   * `ShutdownError`; permits still held then are released (the request
+   * answered 503 `shutting-down`, or cut if its response had started). See
+   * docs/operations.md, Shutting down.
+   * @default 5000
+   */
+  shutdownGraceMs?: number;
+}
+
 /** Adapter options of a semaphore. */
 export interface SemaphoreAdmissionOptions<Req, OnRejected = never> extends AdmissionOptions<Req, OnRejected> {
   /** How long a permit lasts without renewal, in ms. @default 60000 */

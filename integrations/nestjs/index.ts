@@ -7,7 +7,15 @@
 
 export type { LockLease, SemaphoreLease } from "../../src/lease/types.js";
 export { PROBLEM_TYPES } from "../http/problem.js";
-export type { ProblemDetails, ProblemType, Rejection, RejectionContext, RejectionReason, RequestLease } from "../http/types.js";
+export type {
+  ProblemDetails,
+  ProblemType,
+  Rejection,
+  RejectionContext,
+  RejectionReason,
+  RequestLease,
+  SharedAdmissionOptions,
+} from "../http/types.js";
 export { Lease, Lock, Semaphore } from "./decorators.js";
 export { LeaseholdGuard, LeaseholdInterceptor, LeaseRejectedException } from "./guard.js";
 export { LeaseholdModule, type LeaseholdModuleAsyncOptions, type LeaseholdOptionsFactory } from "./module.js";

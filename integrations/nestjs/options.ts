@@ -1,10 +1,10 @@
-import type { ClientInput } from "../../src/store/access/types.js";
+import { SHARED_DEFAULTS } from "../http/lists.js";
 import type {
-  AdmissionOptions,
   AdmissionRoute,
   LockAdmissionOptions,
   Rejection,
   SemaphoreAdmissionOptions,
+  SharedAdmissionOptions,
 } from "../http/types.js";
 
 /**
@@ -57,35 +57,10 @@ export interface NestLockOptions extends LockAdmissionOptions<NestRequest, NestO
  * const options: LeaseholdModuleOptions = { client: redis, onStoreError: "fail-open", disconnectGraceMs: 2_000 };
  * ```
  */
-export interface LeaseholdModuleOptions
-  extends Pick<
-    AdmissionOptions<NestRequest>,
-    "prefix" | "onStoreError" | "onStoreUnavailable" | "onLeaseLost" | "onRenewError" | "disconnectGraceMs" | "exposeFence"
-  > {
-  /** Where leases live. @default the process-wide embedded memory store */
-  client?: ClientInput;
-  /**
-   * When the application shuts down (`app.close()`, or a signal with
-   * `app.enableShutdownHooks()`), how long requests in flight may work on
-   * after their lease's signal aborted with a `ShutdownError`; permits still
-   * held then are released (the request answered 503 `shutting-down`, or cut
-   * if its response had started). See docs/operations.md, Shutting down.
-   * @default 5000
-   */
-  shutdownGraceMs?: number;
-}
+export interface LeaseholdModuleOptions extends SharedAdmissionOptions<NestRequest> {}
 
 /** The module options every route takes as defaults. */
-export const MODULE_DEFAULTS = [
-  "client",
-  "prefix",
-  "onStoreError",
-  "onStoreUnavailable",
-  "onLeaseLost",
-  "onRenewError",
-  "disconnectGraceMs",
-  "exposeFence",
-] as const satisfies readonly (keyof LeaseholdModuleOptions)[];
+export const MODULE_DEFAULTS = SHARED_DEFAULTS;
 
 /**
  * Injection token of the module options.

@@ -2,12 +2,14 @@ import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { createServer, request as httpRequest } from "node:http";
 import { createAdaptorServer } from "@hono/node-server";
 import express from "express";
+import Fastify, { type FastifyRequest } from "fastify";
 import { type Context, Hono } from "hono";
 import type { HTTPException } from "hono/http-exception";
 import { Redis } from "ioredis";
 import request from "supertest";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { lock as expressLock, semaphore as expressSemaphore } from "../../integrations/express/index.js";
+import { lock as fastifyLock, semaphore as fastifySemaphore } from "../../integrations/fastify/index.js";
 import { lock as honoLock, semaphore as honoSemaphore } from "../../integrations/hono/index.js";
 import { Semaphore } from "../../integrations/nestjs/index.js";
 import {
@@ -576,6 +578,20 @@ describe("stacked middlewares on one route (a limit per route, and one per tenan
         return createAdaptorServer({ fetch: app.fetch });
       },
     ],
+    [
+      "Fastify",
+      (store: Store, opened: Promise<void>) => {
+        const app = Fastify();
+        const per = { client: store, key: (req: FastifyRequest) => String(req.headers["x-tenant"] ?? "none"), exposeFence: true };
+        const route = fastifySemaphore("route", 2, { client: store, exposeFence: true });
+        app.get("/", { onRequest: [route, fastifySemaphore("tenant", 1, per)] }, async (request) => {
+          await opened;
+          return `${request.lease?.key} ${request.lease?.fence}`;
+        });
+        void app.ready();
+        return app.server;
+      },
+    ],
   ] as const;
 
   it.each(frameworks)(
@@ -637,6 +653,9 @@ describe("adapter options are validated when the middleware is created", () => {
     ],
     ["Hono disconnectGraceMs in seconds", () => honoLock("x", { disconnectGraceMs: 2.5 }), /disconnectGraceMs: 5000/],
     ["Express disconnectGraceMs a string", () => expressLock("x", { disconnectGraceMs: "5s" as never }), /`disconnectGraceMs`/],
+    ["Fastify limit 0", () => fastifySemaphore("x", 0), /`limit` must be an integer of at least 1/],
+    ["Fastify unknown option", () => fastifyLock("x", { tenant: () => "a" } as never), /unknown option `tenant` for lock hook/],
+    ["Fastify key not a function", () => fastifySemaphore("x", 1, { key: "tenant" as never }), /`key` must be a function/],
   ];
   it.each(cases)("%s", (_, create, message) => {
     expect(create).toThrow(message);
@@ -646,6 +665,7 @@ describe("adapter options are validated when the middleware is created", () => {
     for (const create of [
       () => expressSemaphore("x", 1, { onRejected: "503" as never }),
       () => honoLock("x", { onRejected: 503 as never }),
+      () => fastifyLock("x", { onRejected: "409" as never }),
       () => Semaphore("x", 1, { onRejected: {} as never }),
     ]) {
       expect(create).toThrow(ValidationError);

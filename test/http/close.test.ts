@@ -5,10 +5,12 @@ import { createAdaptorServer } from "@hono/node-server";
 import { Controller, Get, Module } from "@nestjs/common";
 import { NestFactory } from "@nestjs/core";
 import express from "express";
+import Fastify from "fastify";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import * as onExpress from "../../integrations/express/index.js";
 import { PROBLEM_TYPES } from "../../integrations/express/index.js";
+import * as onFastify from "../../integrations/fastify/index.js";
 import * as onHono from "../../integrations/hono/index.js";
 import { Lease, LeaseholdModule, Semaphore, type SemaphoreLease } from "../../integrations/nestjs/index.js";
 import { semaphore } from "../../src/index.js";
@@ -69,6 +71,14 @@ const FRAMEWORKS: Record<string, (store: Store, prefix: string, work: Work) => P
     const server = createServer(app);
     const url = await listen(server);
     return { get: overHttp(url), close: () => route.close({ graceMs: 60_000 }).then(() => closeServer(server)) };
+  },
+  async Fastify(store, prefix, work) {
+    const route = onFastify.semaphore("work", 1, { client: store, prefix });
+    const app = Fastify();
+    app.get("/work", { onRequest: route }, async (request) => work.run(request.lease!.signal));
+    const url = await app.listen({ port: 0, host: "127.0.0.1" });
+    // The hook first, while the server still answers: app.close() answers later requests with Fastify's own 503.
+    return { get: overHttp(url), close: () => route.close({ graceMs: 60_000 }).then(() => app.close()) };
   },
   async "Hono (Node)"(store, prefix, work) {
     const route = onHono.semaphore("work", 1, { client: store, prefix });

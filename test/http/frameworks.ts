@@ -1,5 +1,6 @@
 import { storesUnderTest } from "../support/stores.js";
 import { expressHarness } from "./express-app.js";
+import { fastifyHarness } from "./fastify-app.js";
 import type { Harness } from "./harness.js";
 import { honoHarness, honoWrappedHarness } from "./hono-app.js";
 import { nestHarness } from "./nest-app.js";
@@ -10,6 +11,7 @@ export const harnesses: Harness[] = [
   expressHarness(4),
   honoHarness,
   honoWrappedHarness,
+  fastifyHarness,
   nestHarness("express"),
   nestHarness("fastify"),
 ];

@@ -1,4 +1,5 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
+import { type LeaseholdPluginOptions, PLUGIN_DEFAULTS } from "../../integrations/fastify/plugin.js";
 import { ADAPTER_OPTIONS, ENGINE_OPTIONS, LOCK_OPTIONS, SEMAPHORE_OPTIONS } from "../../integrations/http/lists.js";
 import type { AdmissionOptions, LockAdmissionOptions, SemaphoreAdmissionOptions } from "../../integrations/http/types.js";
 import { type LeaseholdModuleOptions, MODULE_DEFAULTS } from "../../integrations/nestjs/options.js";
@@ -14,10 +15,12 @@ describe("adapter option lists", () => {
     expectTypeOf<Unlisted<LockAdmissionOptions<unknown, unknown>, typeof LOCK_OPTIONS>>().toEqualTypeOf<never>();
     // The module's own option, its shutdown grace, is not a route default.
     expectTypeOf<Unlisted<LeaseholdModuleOptions, typeof MODULE_DEFAULTS>>().toEqualTypeOf<"shutdownGraceMs">();
+    // Likewise the Fastify plugin's.
+    expectTypeOf<Unlisted<LeaseholdPluginOptions, typeof PLUGIN_DEFAULTS>>().toEqualTypeOf<"shutdownGraceMs">();
   });
 
   it("name each option once", () => {
-    for (const list of [ENGINE_OPTIONS, ADAPTER_OPTIONS, SEMAPHORE_OPTIONS, LOCK_OPTIONS, MODULE_DEFAULTS]) {
+    for (const list of [ENGINE_OPTIONS, ADAPTER_OPTIONS, SEMAPHORE_OPTIONS, LOCK_OPTIONS, MODULE_DEFAULTS, PLUGIN_DEFAULTS]) {
       expect(new Set(list).size).toBe(list.length);
     }
   });

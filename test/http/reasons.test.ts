@@ -1,10 +1,12 @@
 import { createServer } from "node:http";
 import { createAdaptorServer } from "@hono/node-server";
 import express from "express";
+import Fastify from "fastify";
 import { Hono } from "hono";
 import request from "supertest";
 import { describe, expect, it } from "vitest";
 import * as expressAdapter from "../../integrations/express/index.js";
+import * as fastifyAdapter from "../../integrations/fastify/index.js";
 import * as honoAdapter from "../../integrations/hono/index.js";
 import { memoryStore } from "../../src/index.js";
 import { eventually, gate } from "../support/stores.js";
@@ -61,7 +63,32 @@ function apps() {
       return c.text("ok");
     },
   );
-  return { servers: [createServer(express5), createAdaptorServer({ fetch: hono.fetch })], seen, open, holding };
+  const fastify = Fastify();
+  fastify.get(
+    "/",
+    {
+      onRequest: fastifyAdapter.semaphore("reasons", 1, {
+        ...options(),
+        onRejected: (_request, reply, rejection) => {
+          seen.push({ reason: rejection.reason, type: rejection.problem.type, context: contexts.pop() });
+          reply.code(503).send(rejection.problem);
+        },
+      }),
+    },
+    async () => {
+      holding.count++;
+      await opened;
+      return "ok";
+    },
+  );
+  // Routes are ready within a tick: before the test's first request reaches the server.
+  void fastify.ready();
+  return {
+    servers: [createServer(express5), createAdaptorServer({ fetch: hono.fetch }), fastify.server],
+    seen,
+    open,
+    holding,
+  };
 }
 
 describe("rejection.reason", () => {

@@ -2,10 +2,12 @@ import { createServer, type Server } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createAdaptorServer } from "@hono/node-server";
 import express from "express";
+import Fastify from "fastify";
 import { Hono } from "hono";
 import request from "supertest";
 import { describe, expect, it } from "vitest";
 import * as expressAdapter from "../../integrations/express/index.js";
+import * as fastifyAdapter from "../../integrations/fastify/index.js";
 import * as honoAdapter from "../../integrations/hono/index.js";
 import { memoryStore, redisStore } from "../../src/index.js";
 import type { Store } from "../../src/store/index.js";
@@ -95,6 +97,22 @@ const adapters: { name: string; kind: Kind; serve(store: Store, prefix: string, 
         res.end("ok");
       });
       return createServer(server);
+    },
+  },
+  {
+    name: "fastify",
+    kind: "lock",
+    serve(store, prefix, gates) {
+      const app = Fastify();
+      app.get("/", { onRequest: fastifyAdapter.lock("ra", { client: store, prefix, ttlMs: 60_000 }) }, async () => {
+        const { opened, open } = gate();
+        gates.push(open);
+        await opened;
+        return "ok";
+      });
+      // Routes are ready within a tick: before the test's first request reaches the server.
+      void app.ready();
+      return app.server;
     },
   },
   {

@@ -20,7 +20,7 @@ async function get(url: string): Promise<Answer> {
   return { status: response.status, type: response.headers.get("content-type"), body: text === "" ? {} : JSON.parse(text) };
 }
 
-describe.each(["express", "hono", "nest"])("SIGTERM on %s over Redis", (framework) => {
+describe.each(["express", "fastify", "hono", "nest"])("SIGTERM on %s over Redis", (framework) => {
   it("tells requests in flight, answers later ones 503 shutting-down, frees every permit, and the process exits by itself", async () => {
     const prefix = uniquePrefix("sigterm");
     const child = spawnChild("test/support/shutdown-app.ts", {

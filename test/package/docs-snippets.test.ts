@@ -39,6 +39,7 @@ const ENTRY_POINTS: Record<string, string> = {
   leasehold: "src/index.ts",
   "leasehold/store": "src/store/index.ts",
   "leasehold/express": "integrations/express/index.ts",
+  "leasehold/fastify": "integrations/fastify/index.ts",
   "leasehold/hono": "integrations/hono/index.ts",
   "leasehold/nestjs": "integrations/nestjs/index.ts",
   "leasehold/opentelemetry": "integrations/opentelemetry/index.ts",

@@ -3,6 +3,7 @@ import { NestFactory } from "@nestjs/core";
 import request from "supertest";
 import { describe, expect, it } from "vitest";
 import { createApp as expressApp } from "../../examples/express/server.js";
+import { createApp as fastifyApp } from "../../examples/fastify/server.js";
 import { createApp as honoApp } from "../../examples/hono/server.js";
 import { createModule } from "../../examples/nestjs/main.js";
 import { fairShares } from "../../examples/tenants/fair-shares.js";
@@ -24,6 +25,20 @@ describe("examples", () => {
       expect((await Promise.all(calls)).sort()).toEqual([200, 200, 503]);
     } finally {
       server.close();
+    }
+  });
+
+  it("Fastify: the third concurrent chat of a tenant is refused with 503, and the order lock admits one payment", async () => {
+    const app = await fastifyApp(memoryStore());
+    try {
+      const chats = [1, 2, 3].map(() =>
+        app.inject({ method: "POST", url: "/chat", headers: { "x-tenant-id": "acme" } }).then((res) => res.statusCode),
+      );
+      const payments = [1, 2].map(() => app.inject({ method: "POST", url: "/orders/7/pay" }).then((res) => res.statusCode));
+      expect((await Promise.all(chats)).sort()).toEqual([200, 200, 503]);
+      expect((await Promise.all(payments)).sort()).toEqual([200, 409]);
+    } finally {
+      await app.close();
     }
   });
 

@@ -16,6 +16,7 @@ const CONSUMER = `
 import { lock, memoryStore, semaphore, type SemaphoreLease } from "leasehold";
 import { type Store, redisStore } from "leasehold/store";
 import { semaphore as expressSemaphore } from "leasehold/express";
+import { leasehold, lock as fastifyLock } from "leasehold/fastify";
 import { semaphore as honoSemaphore } from "leasehold/hono";
 import { LeaseholdModule } from "leasehold/nestjs";
 import { instrument } from "leasehold/opentelemetry";
@@ -26,10 +27,13 @@ const held: Promise<SemaphoreLease | null> = slots.acquire("k");
 const locks = lock({ client: memoryStore() });
 const middleware: { close(): Promise<void> } = expressSemaphore("api", 2);
 const hono: { close(): Promise<void> } = honoSemaphore("api", 2);
+const fastify: { close(): Promise<void> } = fastifyLock("order", { key: (req) => (req.params as { id: string }).id });
+// Declaration merging: the request carries its lease.
+const signalOf = (request: import("fastify").FastifyRequest): AbortSignal | undefined => request.lease?.signal;
 const module: unknown = LeaseholdModule.forRoot({});
 const stops: (() => void)[] = [instrument(), collectMetrics()];
 const store: Store = memoryStore();
-export const used = [held, locks, middleware, hono, module, stops, store, redisStore];
+export const used = [held, locks, middleware, hono, fastify, leasehold, signalOf, module, stops, store, redisStore];
 `;
 
 /** The consumers: a file name (its extension picks CommonJS or ESM under node16) and the compiler options. */

@@ -1,4 +1,4 @@
-// An HTTP app (FRAMEWORK: express | hono | nest) over Redis that shuts down on SIGTERM the way
+// An HTTP app (FRAMEWORK: express | fastify | hono | nest) over Redis that shuts down on SIGTERM the way
 // docs/operations.md ("Shutting down") says, and must then exit by itself: no process.exit.
 // Routes: /polite stops when told; /stubborn ignores its signal; /queue admits one and queues the rest.
 import "reflect-metadata";
@@ -8,9 +8,11 @@ import { serve } from "@hono/node-server";
 import { Controller, Get, Inject, Injectable, Module, type OnApplicationShutdown } from "@nestjs/common";
 import { NestFactory } from "@nestjs/core";
 import express from "express";
+import Fastify from "fastify";
 import { Hono } from "hono";
 import { Redis } from "ioredis";
 import * as onExpress from "../../integrations/express/index.js";
+import * as onFastify from "../../integrations/fastify/index.js";
 import * as onHono from "../../integrations/hono/index.js";
 import { Lease, LeaseholdGuard, LeaseholdModule, Semaphore, type SemaphoreLease } from "../../integrations/nestjs/index.js";
 
@@ -69,6 +71,39 @@ if (framework === "express") {
     await forever();
   });
   shutDownOnSigterm(app.listen(0), Object.values(routes));
+}
+
+if (framework === "fastify") {
+  const routes = {
+    polite: onFastify.semaphore("polite", 5, { client: redis, prefix }),
+    stubborn: onFastify.semaphore("stubborn", 5, { client: redis, prefix }),
+    queue: onFastify.semaphore("queue", 1, { client: redis, prefix, waitMs: 60_000 }),
+  };
+  const app = Fastify();
+  app.get("/polite", { onRequest: routes.polite }, async (request) => {
+    emit({ event: "entered", route: "polite" });
+    return { stopped: await told(request.lease!.signal) };
+  });
+  app.get("/queue", { onRequest: routes.queue }, async (request) => {
+    emit({ event: "entered", route: "queue" });
+    return { stopped: await told(request.lease!.signal) };
+  });
+  app.get("/stubborn", { onRequest: routes.stubborn }, async () => {
+    emit({ event: "entered", route: "stubborn" });
+    return forever();
+  });
+  // The hooks close first, while the server still answers (app.close() would answer later
+  // requests with Fastify's own 503 at once), then the app, then your client.
+  listening(app.server);
+  process.once("SIGTERM", async () => {
+    const closing = Promise.all(Object.values(routes).map((route) => route.close({ graceMs })));
+    emit({ event: "closing" });
+    await closing;
+    emit({ event: "closed" });
+    await app.close();
+    await redis.quit();
+  });
+  await app.listen({ port: 0, host: "127.0.0.1" });
 }
 
 if (framework === "hono") {
