@@ -140,7 +140,7 @@ export class LeaseHandle implements Lease {
     const call = this.#call;
     let ours: boolean;
     try {
-      ours = await answered(call.store, "extend", () => call.extend(this.token, ms, this.#record), isFlag, call.subject);
+      ours = await answered(call.store, "extend", () => call.extend(this.token, ms, this.#record), isFlag, call);
     } catch (error) {
       // Unanswered: the store may have applied it. A shorter lease then ends sooner than the holder
       // was told (test/review7/extend-shorter-unanswered.test.ts); a longer one changes nothing.
@@ -228,13 +228,7 @@ export class LeaseHandle implements Lease {
   #sendRelease(at?: number): boolean | Promise<boolean> {
     const now = at ?? performance.now();
     const call = this.#call;
-    return answered(
-      call.store,
-      "release",
-      () => call.release(this.token, this.#heldMs(now), this.#record, now),
-      isFlag,
-      call.subject,
-    );
+    return answered(call.store, "release", () => call.release(this.token, this.#heldMs(now), this.#record, now), isFlag, call);
   }
 
   /** The release sent once a renewal in flight has been answered. */

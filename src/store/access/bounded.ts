@@ -53,19 +53,20 @@ export function answered<T>(
   operation: string,
   call: () => Answer<T>,
   valid: (reply: unknown) => boolean,
-  subject?: Subject,
+  about: { readonly subject: Subject },
 ): Answer<T> {
   let answer: Answer<T>;
   try {
     answer = call();
   } catch (error) {
-    return bounded(store, operation, Promise.reject(error), valid, subject);
+    return bounded(store, operation, Promise.reject(error), valid, about.subject);
   }
+  // The subject is made only for a failure or a wait: an answer at once needs none.
   if (!isPending(answer) && valid(answer)) {
     breakerOf(store)?.answered();
     return answer;
   }
-  return bounded(store, operation, answer as Promise<T>, valid, subject);
+  return bounded(store, operation, answer as Promise<T>, valid, about.subject);
 }
 
 /** A store failure as the one error type callers see, published on its channel. */
