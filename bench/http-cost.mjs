@@ -12,7 +12,8 @@
 // do with the engine's internal `run`: what the adapter is measured against), memory (behind
 // leasehold's Hono middleware on the embedded store), wrapped (the same guard as one handler,
 // `middleware.wrap(handler)`), redis-wrapped, rejecting (the same middleware refusing every
-// request), redis (the middleware on Redis at REDIS_URL: the client side of its two script calls).
+// request), redis (the middleware on Redis at REDIS_URL: the client side of its two script calls), redis-rejecting
+// (the refusing middleware on Redis).
 // FRAMEWORK=express: the same through Express (modes none, async, memory, rejecting).
 import { IncomingMessage, ServerResponse } from "node:http";
 import { Duplex } from "node:stream";
@@ -91,6 +92,14 @@ else if (mode === "run") {
   const client = memoryStore();
   await semaphore({ client, limit: 1 }).acquire("cost", { leaseMs: 3_600_000 });
   app.get("/", honoSemaphore("cost", 1, { client }), ok);
+} else if (mode === "redis-rejecting") {
+  // The same refusals over Redis at REDIS_URL: what a refusal costs the client side of one script call.
+  const { Redis } = await import("ioredis");
+  const redis = new Redis(process.env.REDIS_URL);
+  const name = `cost-${process.pid}`;
+  await semaphore({ client: redis, limit: 1 }).acquire(name, { leaseMs: 3_600_000 });
+  app.get("/", honoSemaphore(name, 1, { client: redis }), ok);
+  done = () => redis.disconnect();
 } else if (mode === "wrapped") {
   // The same guard as one handler (`middleware.wrap(handler)`): no middleware chain.
   app.get("/", honoSemaphore("cost", 100_000, { client: memoryStore() }).wrap(ok));

@@ -18,7 +18,7 @@ export const why = (reply: AcquireReply): RefusalReason => (reply.tenantFull ===
 
 // Every outcome leaves through one of these two; a refusal is published here, a lease by `publishAcquired`
 // once the engine has it (a local waiter's grant is made inside the store's call, where nothing may be published).
-/** `fence`: the grant's (a store's reply, or a grant heard while waiting); `held`: the embedded store's record. */
+/** `fence`: the grant's (a store's reply, or a grant heard while waiting); `record`: the store's (`AcquireReply.record`). */
 export function acquired(
   store: Store,
   token: string,
@@ -26,9 +26,9 @@ export function acquired(
   sentAt: number,
   startedAt: number,
   waitedMs = performance.now() - startedAt,
-  held?: object,
+  record?: object,
 ): Acquired {
-  return { acquired: true, store, token, fence, sentAt, waitedMs, held };
+  return { acquired: true, store, token, fence, sentAt, waitedMs, record };
 }
 
 /** Publishes a lease had (see {@link acquired}). */

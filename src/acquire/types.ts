@@ -18,8 +18,8 @@ export type Acquired = {
   sentAt: number;
   waitedMs: number;
   until?: number;
-  /** The embedded store's record of the lease (`LocalReply.held`), handed back on release and extend. */
-  held: object | undefined;
+  /** The store's record of the lease (`AcquireReply.record`), handed back on release and extend. */
+  record: object | undefined;
 };
 
 /**

@@ -2,14 +2,14 @@ import { type AcquireCalls, badReply, bounded, failed, send } from "../store/acc
 import { breakerOf } from "../store/access/breaker.js";
 import type { Grant, QueueOptions } from "../store/contract/calls.js";
 import { isAcquireReply, isFunction, isGrant, isWaiterRefresh } from "../store/contract/replies.js";
-import type { AcquireReply, Store, WaiterRefresh } from "../store/contract/types.js";
+import type { AcquireReply, Answer, Store, WaiterRefresh } from "../store/contract/types.js";
 
 /** The calls a wait makes on its key, beyond those of any acquire. */
 export interface WaitingCalls extends AcquireCalls {
   readonly kind: "semaphore" | "lock";
   /** The store key (`{prefix:kind:id}`). */
   readonly storeKey: string;
-  refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Promise<WaiterRefresh>;
+  refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Answer<WaiterRefresh>;
 }
 
 /** A claim in flight: `reply` under the store's bound and checked; `answer` the store's own, however late it comes. */

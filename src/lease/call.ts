@@ -6,7 +6,7 @@ import { subjectOf } from "../observability/events.js";
 import type { Subject } from "../observability/types.js";
 import type { CallSettings } from "../options/settings.js";
 import type { QueueOptions, TenantOptions } from "../store/contract/calls.js";
-import type { AcquireReply, Store, WaiterRefresh } from "../store/contract/types.js";
+import type { AcquireReply, Answer, Store, WaiterRefresh } from "../store/contract/types.js";
 import type { TokenTag } from "./token.js";
 
 /** A tenant and its share of an id, as one semaphore call asks for them. */
@@ -57,12 +57,14 @@ export abstract class LeaseCall<L = unknown> implements WaitingCalls {
   }
 
   /** One attempt: take the lease, or join the queue with `queue`. */
-  abstract take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply>;
+  abstract take(store: Store, token: string, queue?: QueueOptions, madeAt?: number): Answer<AcquireReply>;
   /** Leave the queue and return anything held. */
-  abstract leave(store: Store, token: string): Promise<void>;
-  abstract refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Promise<WaiterRefresh>;
-  abstract extend(token: string, ms: number): Promise<boolean>;
-  abstract release(token: string, heldMs: number | undefined): Promise<boolean>;
+  abstract leave(store: Store, token: string): Answer<void>;
+  abstract refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Answer<WaiterRefresh>;
+  /** `record`: the acquire's `AcquireReply.record`, if any (see `LeaseRecord`). */
+  abstract extend(token: string, ms: number, record?: object): Answer<boolean>;
+  /** `record`: as for `extend`; `sentAt`: the caller's clock reading of just now. */
+  abstract release(token: string, heldMs: number | undefined, record?: object, sentAt?: number): Answer<boolean>;
   /** The error that names the loss of this call's lease, and why it was lost. */
   abstract lost(reason: LossReason): LeaseLostError;
   /** The error `run` rejects with when no lease was had. */

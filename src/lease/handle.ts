@@ -4,9 +4,8 @@ import { channels } from "../observability/events.js";
 import type { LostEvent, ReleasedEvent, Subject } from "../observability/types.js";
 import { positiveMs } from "../options/validate.js";
 import { backgroundTimers, type Due } from "../runtime/timers.js";
-import { bounded, send } from "../store/access/bounded.js";
+import { answered, isPending } from "../store/access/bounded.js";
 import { isFlag } from "../store/contract/replies.js";
-import { isMemoryStore } from "../store/memory/index.js";
 import type { LeaseCall } from "./call.js";
 import { Confirmation } from "./confirmation.js";
 import { holdToReport } from "./hold-samples.js";
@@ -24,7 +23,7 @@ export interface LeaseOwner {
  */
 const CLOCK_GRAIN_MS = 1;
 
-/** The settled answers of an embedded store's release, shared: a resolved promise holds no state of its own. */
+/** The settled answers of a release answered at once, shared: a resolved promise holds no state of its own. */
 const RELEASED = Promise.resolve(true);
 const NOT_OURS = Promise.resolve(false);
 
@@ -45,8 +44,8 @@ export class LeaseHandle implements Lease {
   #onLose: ((error: Error) => void)[] | undefined;
   /** The call that took it: its store calls, and the error that names its loss. */
   readonly #call: LeaseCall;
-  /** The embedded store's record of it (`LocalReply.held`): handed back so the store need not look the token up. */
-  readonly #held: object | undefined;
+  /** The store's record of it (`AcquireReply.record`): handed back so the store need not look the token up. */
+  readonly #record: object | undefined;
   /** When the lease was had (its acquire's send time, or the hand-off), for the released event and the id's typical hold. */
   readonly heldSince: number;
   #released = false;
@@ -92,7 +91,7 @@ export class LeaseHandle implements Lease {
   /** `had.until`: a grant handed off without a claim, reserved until then at least (see confirmation.ts). */
   constructor(call: LeaseCall, had: Acquired) {
     this.#call = call;
-    this.#held = had.held;
+    this.#record = had.record;
     this.key = call.id;
     this.token = had.token;
     this.fence = had.fence;
@@ -138,18 +137,10 @@ export class LeaseHandle implements Lease {
     positiveMs("ms", ms, "Pass the new lease length to extend(ms), or nothing to reuse the lease's own.");
     if (this.#released || this.#lost !== undefined) return false;
     const sentAt = performance.now();
-    const store = this.#call.store;
+    const call = this.#call;
     let ours: boolean;
     try {
-      ours = isMemoryStore(store)
-        ? store.extendNow(this.#call.kind, this.#call.storeKey, this.token, ms, this.#held)
-        : await bounded(
-            store,
-            "extend",
-            send(() => this.#call.extend(this.token, ms)),
-            isFlag,
-            this.#call.subject,
-          );
+      ours = await answered(call.store, "extend", () => call.extend(this.token, ms, this.#record), isFlag, call);
     } catch (error) {
       // Unanswered: the store may have applied it. A shorter lease then ends sooner than the holder
       // was told (test/engine/extend-shorter.test.ts); a longer one changes nothing.
@@ -203,24 +194,21 @@ export class LeaseHandle implements Lease {
 
   /**
    * `release()` as `run`'s keeper makes it: the answer itself when the store
-   * gives it at once (the embedded store), else its promise. `at`: the
-   * keeper's clock reading of this turn, if it has one.
+   * gives it at once (see `Answer`), else its promise. `at`: the keeper's
+   * clock reading of this turn, if it has one.
    */
   giveBack(at?: number): boolean | Promise<boolean> {
     if (this.#released) return Promise.resolve(false);
     this.#released = true;
-    const store = this.#call.store;
-    if (isMemoryStore(store)) {
-      // The embedded store answers at once: no round trip to bound, check or undo. One clock
-      // reading serves the hold report and the store.
-      const now = at ?? performance.now();
-      const { kind, storeKey } = this.#call;
-      const ours = this.#answered(store.releaseNow(kind, storeKey, this.token, this.#heldMs(now), now, this.#held));
+    const extending = this.#extending;
+    const answer =
+      extending === undefined ? this.#sendRelease(at) : extending.then(this.#sendReleaseLater, this.#sendReleaseLater);
+    if (!isPending(answer)) {
+      const ours = this.#answered(answer);
       this.#releasing = ours ? RELEASED : NOT_OURS;
       return ours;
     }
-    const extending = this.#extending;
-    const releasing = extending === undefined ? this.#giveBack() : extending.then(this.#sendRelease, this.#sendRelease);
+    const releasing = extending === undefined ? answer.then(this.#ours, this.#unanswered) : answer;
     // Unless a store that throws synchronously has already undone it.
     if (this.#released) this.#releasing = releasing;
     return releasing;
@@ -236,29 +224,29 @@ export class LeaseHandle implements Lease {
     return this.#releasing;
   }
 
-  readonly #sendRelease = (): Promise<boolean> => this.#giveBack();
-
-  async #giveBack(): Promise<boolean> {
-    let ours: boolean;
-    try {
-      ours = await bounded(
-        this.#call.store,
-        "release",
-        send(() => this.#call.release(this.token, this.#heldMs(performance.now()))),
-        isFlag,
-        this.#call.subject,
-      );
-    } catch (error) {
-      // The store did not answer: the lease may still be held, so a retry must be possible; unless a
-      // renewal has already been answered "not ours".
-      this.#released = false;
-      this.#releasing = undefined;
-      if (this.#notOurs) this.lose();
-      else this.#confirmation?.schedule();
-      throw error;
-    }
-    return this.#answered(ours);
+  /** The release, sent: one clock reading (`at`, or now) serves the hold report and the store. */
+  #sendRelease(at?: number): boolean | Promise<boolean> {
+    const now = at ?? performance.now();
+    const call = this.#call;
+    return answered(call.store, "release", () => call.release(this.token, this.#heldMs(now), this.#record, now), isFlag, call);
   }
+
+  /** The release sent once a renewal in flight has been answered. */
+  readonly #sendReleaseLater = (): Promise<boolean> => {
+    const answer = this.#sendRelease();
+    return isPending(answer) ? answer.then(this.#ours, this.#unanswered) : Promise.resolve(this.#answered(answer));
+  };
+
+  readonly #ours = (ours: boolean): boolean => this.#answered(ours);
+
+  /** The store did not answer: the lease may still be held, so a retry must be possible; unless a renewal has already been answered "not ours". */
+  readonly #unanswered = (error: unknown): never => {
+    this.#released = false;
+    this.#releasing = undefined;
+    if (this.#notOurs) this.lose();
+    else this.#confirmation?.schedule();
+    throw error;
+  };
 
   /** How long the lease has been held at `now`, in whole ms, when its release is to report it (see hold-samples.ts). */
   #heldMs(now: number): number | undefined {

@@ -6,7 +6,7 @@ import { LeaseHandle } from "../lease/handle.js";
 import type { TokenTag } from "../lease/token.js";
 import type { CallSettings } from "../options/settings.js";
 import type { QueueOptions } from "../store/contract/calls.js";
-import type { AcquireReply, Store, WaiterRefresh } from "../store/contract/types.js";
+import type { AcquireReply, Answer, Store, WaiterRefresh } from "../store/contract/types.js";
 
 /** One call of a lock, and the store calls of its acquisition and lease (see `LeaseCall`). */
 export class LockCall extends LeaseCall<LeaseHandle> {
@@ -17,24 +17,24 @@ export class LockCall extends LeaseCall<LeaseHandle> {
     super("lock", id, storeKey, settings, tag);
   }
 
-  take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply> {
-    return store.lock.acquire({ storeKey: this.storeKey, token, leaseMs: this.leaseMs, queue });
+  take(store: Store, token: string, queue?: QueueOptions, madeAt?: number): Answer<AcquireReply> {
+    return store.lock.acquire({ storeKey: this.storeKey, token, leaseMs: this.leaseMs, queue, madeAt });
   }
 
-  leave(store: Store, token: string): Promise<void> {
+  leave(store: Store, token: string): Answer<void> {
     return store.lock.leave({ storeKey: this.storeKey, token });
   }
 
-  refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Promise<WaiterRefresh> {
+  refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Answer<WaiterRefresh> {
     return store.lock.refreshWaiters({ storeKey: this.storeKey, tokens, waiterLeaseMs });
   }
 
-  extend(token: string, ms: number): Promise<boolean> {
-    return this.store.lock.extend({ storeKey: this.storeKey, token, leaseMs: ms });
+  extend(token: string, ms: number, record?: object): Answer<boolean> {
+    return this.store.lock.extend({ storeKey: this.storeKey, token, leaseMs: ms, record });
   }
 
-  release(token: string, heldMs: number | undefined): Promise<boolean> {
-    return this.store.lock.release({ storeKey: this.storeKey, token, heldMs });
+  release(token: string, heldMs: number | undefined, record?: object, sentAt?: number): Answer<boolean> {
+    return this.store.lock.release({ storeKey: this.storeKey, token, heldMs, record, sentAt });
   }
 
   lost(reason: LossReason): LockLeaseLostError {

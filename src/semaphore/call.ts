@@ -7,7 +7,7 @@ import type { TokenTag } from "../lease/token.js";
 import type { SemaphoreLease } from "../lease/types.js";
 import type { CallSettings } from "../options/settings.js";
 import type { QueueOptions } from "../store/contract/calls.js";
-import type { AcquireReply, Store, WaiterRefresh } from "../store/contract/types.js";
+import type { AcquireReply, Answer, Store, WaiterRefresh } from "../store/contract/types.js";
 
 /** A semaphore's lease: the limit, weight and tenant it was taken with. */
 export class SemaphoreLeaseHandle extends LeaseHandle implements SemaphoreLease {
@@ -41,7 +41,7 @@ export class SemaphoreCall extends LeaseCall<SemaphoreLeaseHandle> {
     return { limit: this.limit, weight: this.weight };
   }
 
-  take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply> {
+  take(store: Store, token: string, queue?: QueueOptions, madeAt?: number): Answer<AcquireReply> {
     return store.semaphore.acquire({
       storeKey: this.storeKey,
       token,
@@ -50,23 +50,25 @@ export class SemaphoreCall extends LeaseCall<SemaphoreLeaseHandle> {
       leaseMs: this.leaseMs,
       queue,
       tenant: this.tenant,
+      madeAt,
+      recorded: true,
     });
   }
 
-  leave(store: Store, token: string): Promise<void> {
+  leave(store: Store, token: string): Answer<void> {
     return store.semaphore.leave({ storeKey: this.storeKey, token });
   }
 
-  refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Promise<WaiterRefresh> {
+  refresh(store: Store, tokens: readonly string[], waiterLeaseMs: number): Answer<WaiterRefresh> {
     return store.semaphore.refreshWaiters({ storeKey: this.storeKey, tokens, waiterLeaseMs });
   }
 
-  extend(token: string, ms: number): Promise<boolean> {
-    return this.store.semaphore.extend({ storeKey: this.storeKey, token, leaseMs: ms, weight: this.weight });
+  extend(token: string, ms: number, record?: object): Answer<boolean> {
+    return this.store.semaphore.extend({ storeKey: this.storeKey, token, leaseMs: ms, weight: this.weight, record });
   }
 
-  release(token: string, heldMs: number | undefined): Promise<boolean> {
-    return this.store.semaphore.release({ storeKey: this.storeKey, token, weight: this.weight, heldMs });
+  release(token: string, heldMs: number | undefined, record?: object, sentAt?: number): Answer<boolean> {
+    return this.store.semaphore.release({ storeKey: this.storeKey, token, weight: this.weight, heldMs, record, sentAt });
   }
 
   lost(reason: LossReason): SemaphoreLeaseLostError {

@@ -6,8 +6,11 @@
  * @module leasehold/store
  */
 export type {
+  FreshToken,
   Grant,
+  InProcessWaiter,
   KeyCall,
+  LeaseRecord,
   LockAcquireCall,
   LockExtendCall,
   LockReleaseCall,
@@ -23,6 +26,7 @@ export type {
 } from "./contract/calls.js";
 export type {
   AcquireReply,
+  Answer,
   InspectedEntry,
   Inspection,
   LockOperations,

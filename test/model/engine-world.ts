@@ -363,7 +363,7 @@ export class World {
       spec.factory === "lock"
         ? this.#inner.lock.release({ storeKey: storeKey(this.#prefix.lock, "lock", this.#ids.lock), token })
         : this.#inner.semaphore.release({ storeKey: storeKey(this.#prefix.semaphore, "semaphore", this.#ids.semaphore), token });
-    answer.then(
+    Promise.resolve(answer).then(
       (live) => this.monitor.operatorAnswered(token, live),
       (error: unknown) => this.monitor.fail(`the operator's release failed: ${String(error)}`),
     );

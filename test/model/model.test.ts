@@ -11,10 +11,9 @@
 import fc from "fast-check";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Grant } from "../../src/store/contract/calls.js";
+import type { Grant, InProcessWaiter } from "../../src/store/contract/calls.js";
 import type { Inspection, Store } from "../../src/store/index.js";
 import { createMemoryStore } from "../../src/store/memory/index.js";
-import type { LocalStore } from "../../src/store/memory/local.js";
 import { createRedisStore } from "../../src/store/redis/index.js";
 import { parseAnnouncement } from "../../src/store/redis/watch.js";
 import { newRedis, uniquePrefix } from "../support/redis.js";
@@ -115,7 +114,7 @@ class World {
   readonly prefix = uniquePrefix("model");
   readonly semKey = `{${this.prefix}:s}`;
   readonly lockKey = `{${this.prefix}:l}`;
-  readonly memory = createMemoryStore({}, this.time.memoryClock) as Storekeeper & LocalStore;
+  readonly memory = createMemoryStore({}, this.time.memoryClock) as Storekeeper;
   readonly redis = createRedisStore(redis, { timeoutMs: 5000 }, scriptsOnTestClock) as Storekeeper;
   /** Another process on the same server, which has not seen the id's tenants: bursts go through it. */
   readonly redisElsewhere = createRedisStore(redis, { timeoutMs: 5000 }, scriptsOnTestClock) as Storekeeper;
@@ -131,12 +130,12 @@ class World {
   readonly told: { sem: Told[]; lock: Told[] } = { sem: [], lock: [] };
   /**
    * The memory store's records of its own process's semaphore leases
-   * (`LocalReply.held`, or the grant's), by token: handed back on release and
+   * (`AcquireReply.record`, or the grant's), by token: handed back on release and
    * extend, as the engine does, while Redis answers by token.
    */
   readonly held = new Map<string, object>();
 
-  /** What the memory store answers `releaseNow` / `extendNow` with `token`'s record, or undefined without one. */
+  /** The memory store's record of `token`'s lease, passed on its release and extend, or undefined without one. */
   heldBy(s: Storekeeper, token: string): object | undefined {
     return s === this.memory ? this.held.get(token) : undefined;
   }
@@ -187,7 +186,7 @@ class World {
   }
 
   /** One operation on the model and both stores; their answers must agree. */
-  async step<T>(label: string, model: (now: number) => T, store: (s: Storekeeper) => Promise<T>): Promise<void> {
+  async step<T>(label: string, model: (now: number) => T, store: (s: Storekeeper) => T | Promise<T>): Promise<void> {
     this.log.push(`@${this.time.now % 1_000_000} ${label}`);
     const expected = model(this.time.now);
     const fromMemory = await store(this.memory);
@@ -402,11 +401,7 @@ const semaphoreCommands = [
       await w.step(
         `semaphore release ${token} held ${heldMs}`,
         (now) => w.sem.release(now, token, heldMs),
-        async (s) => {
-          const held = w.heldBy(s, token);
-          if (held === undefined) return s.semaphore.release({ storeKey: w.semKey, token, weight, heldMs });
-          return (s as LocalStore).releaseNow("semaphore", w.semKey, token, heldMs, undefined, held);
-        },
+        async (s) => s.semaphore.release({ storeKey: w.semKey, token, weight, heldMs, record: w.heldBy(s, token) }),
       );
       w.retire("sem", i);
     }),
@@ -417,12 +412,8 @@ const semaphoreCommands = [
       await w.step(
         `semaphore extend ${token} ${ms}`,
         (now) => w.sem.extend(now, token, ms),
-        async (s) => {
-          const held = w.heldBy(s, token);
-          if (held === undefined)
-            return s.semaphore.extend({ storeKey: w.semKey, token, leaseMs: ms, weight: w.caller(i).weight });
-          return (s as LocalStore).extendNow("semaphore", w.semKey, token, ms, held);
-        },
+        async (s) =>
+          s.semaphore.extend({ storeKey: w.semKey, token, leaseMs: ms, weight: w.caller(i).weight, record: w.heldBy(s, token) }),
       );
     }),
   ),
@@ -541,28 +532,32 @@ const localCommands = [
         (now) =>
           w.sem.acquire(now, token, c.limit, c.weight, c.leaseMs, undefined, { until: now + waitMs, maxQueue }, tenantCall(c)),
         async (s) => {
-          const { held, ...reply } = (s as LocalStore).waitNow(
-            "semaphore",
-            w.semKey,
-            token,
-            c.limit,
-            c.weight,
-            {
-              leaseMs: c.leaseMs,
-              until: w.time.now + waitMs,
-              maxQueue,
-              onGrant: (at, fence, record) => {
-                w.told.sem.push({ token, at, fence });
-                if (record !== undefined) w.held.set(token, record);
-              },
-              // The model never closes its stores.
-              onClose: (error) => {
-                throw error;
-              },
+          // A waiter of this process (`QueueOptions.waiter`): the store keeps it without a waiter lease.
+          const waiter: InProcessWaiter = {
+            leaseMs: c.leaseMs,
+            until: w.time.now + waitMs,
+            maxQueue,
+            onGrant: (at, fence, record) => {
+              w.told.sem.push({ token, at, fence });
+              if (record !== undefined) w.held.set(token, record);
             },
-            tenantCall(c),
-          );
-          if (held !== undefined) w.held.set(token, held);
+            // The model never closes its stores.
+            onClose: (error) => {
+              throw error;
+            },
+          };
+          const answer = await s.semaphore.acquire({
+            storeKey: w.semKey,
+            token,
+            limit: c.limit,
+            weight: c.weight,
+            leaseMs: c.leaseMs,
+            queue: { waiterLeaseMs: 1, maxQueue, waiter },
+            tenant: tenantCall(c),
+          });
+          const { record, handedOff, ...reply } = answer;
+          expect(handedOff).toBe(reply.queued === true ? true : undefined);
+          if (record !== undefined) w.held.set(token, record);
           return reply;
         },
       );
@@ -575,8 +570,8 @@ const localCommands = [
       await w.step(
         `lock wait locally ${token} (ttl ${c.leaseMs} wait ${waitMs})`,
         (now) => w.lock.acquire(now, token, c.leaseMs, undefined, { until: now + waitMs, maxQueue: 0 }),
-        async (s) =>
-          (s as LocalStore).waitNow("lock", w.lockKey, token, 1, 1, {
+        async (s) => {
+          const waiter: InProcessWaiter = {
             leaseMs: c.leaseMs,
             until: w.time.now + waitMs,
             maxQueue: 0,
@@ -584,7 +579,16 @@ const localCommands = [
             onClose: (error) => {
               throw error;
             },
-          }),
+          };
+          const { handedOff, ...reply } = await s.lock.acquire({
+            storeKey: w.lockKey,
+            token,
+            leaseMs: c.leaseMs,
+            queue: { waiterLeaseMs: 1, maxQueue: 0, waiter },
+          });
+          expect(handedOff).toBe(reply.queued === true ? true : undefined);
+          return reply;
+        },
       );
     }),
   ),

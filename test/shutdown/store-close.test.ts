@@ -110,8 +110,8 @@ describe("memoryStore close() with a waiter queued", () => {
 // every call, while the store's shared subscriber was closed under it; only `watch` through the
 // wrapper was refused. And a spread of redisStore() had no `watch` or `close` at all (they were on
 // its prototype), where a spread of memoryStore() has both.
-const settle = (p: Promise<unknown>): Promise<string> =>
-  p.then(
+const settle = (p: unknown): Promise<string> =>
+  Promise.resolve(p).then(
     () => "answered",
     (error: unknown) => (error instanceof ShutdownError ? "shut down" : String(error)),
   );

@@ -58,6 +58,19 @@ type Method =
   | `lock${"Acquire" | "Extend" | "Release" | "Stats" | "Inspect" | "Leave" | "RefreshWaiters"}`
   | "watch";
 
+/**
+ * An acquire's call as a store of another process receives it: without the in-process waiter
+ * (`QueueOptions.waiter`), which only a store in the caller's process can serve. A spy store stands
+ * for such a store, so that a wait on it goes through the waiting room (announce, watch, claim),
+ * whatever store it wraps.
+ */
+function remote<C>(call: C): C {
+  const queue = (call as { queue?: { waiter?: unknown } } | undefined)?.queue;
+  if (queue?.waiter === undefined) return call;
+  const { waiter: _, ...rest } = queue;
+  return { ...call, queue: rest };
+}
+
 /** What a spy store does instead of the real call, for one call number of one method. */
 export type Fault = "throw" | "hang" | undefined;
 
@@ -86,7 +99,7 @@ export function spyStore(inner: Store, faults: Partial<Record<Method, (n: number
     watch: 0,
   };
   const wrap =
-    <C, R>(method: Method, real: (call: C) => Promise<R>) =>
+    <C, R>(method: Method, real: (call: C) => R | Promise<R>) =>
     async (call: C): Promise<R> => {
       calls[method] += 1;
       const fault = faults[method]?.(calls[method]);
@@ -94,7 +107,7 @@ export function spyStore(inner: Store, faults: Partial<Record<Method, (n: number
       if (fault === "throw")
         throw Object.assign(new Error(`injected failure of ${method} #${calls[method]}`), { code: "ECONNRESET" });
       if (fault === "hang") return new Promise<R>(() => {});
-      return real(call);
+      return real(remote(call));
     };
   const { semaphore, lock } = inner;
   const store: Store = {

@@ -5,7 +5,7 @@ import { WAITER_LEASE_MS } from "../../options/defaults.js";
 import type { QueueOptions } from "../contract/calls.js";
 import { isAcquireReply } from "../contract/replies.js";
 import { answersInProcess } from "../contract/shape.js";
-import type { AcquireReply, Store } from "../contract/types.js";
+import type { AcquireReply, Answer, Store } from "../contract/types.js";
 import { breakerOf } from "./breaker.js";
 import { deadlinesOf, declaredMs, declaredTimeoutMs } from "./deadlines.js";
 
@@ -28,12 +28,45 @@ export function waiterLeaseOf(store: Store): number {
  * Calls a store method, so that one that throws instead of rejecting (a
  * custom store need not be async) fails like any other store call.
  */
-export function send<T>(call: () => Promise<T>): Promise<T> {
+export function send<T>(call: () => Answer<T>): Promise<T> {
   try {
     return Promise.resolve(call());
   } catch (error) {
     return Promise.reject(error);
   }
+}
+
+/** Whether a store's answer is still to come: a promise (any thenable), not the value itself. */
+export function isPending<T>(answer: Answer<T>): answer is Promise<T> {
+  return typeof (answer as { then?: unknown } | undefined)?.then === "function";
+}
+
+/**
+ * A store call's answer as the engine takes it: a value the store had at once
+ * is checked and returned at once (nothing to wait for, so nothing to bound);
+ * a promise is bounded as {@link bounded} does. A call that throws, or a value
+ * of the wrong shape, fails as a rejected promise: a failure is never on the
+ * synchronous path.
+ */
+export function answered<T>(
+  store: Store,
+  operation: string,
+  call: () => Answer<T>,
+  valid: (reply: unknown) => boolean,
+  about: { readonly subject: Subject },
+): Answer<T> {
+  let answer: Answer<T>;
+  try {
+    answer = call();
+  } catch (error) {
+    return bounded(store, operation, Promise.reject(error), valid, about.subject);
+  }
+  // The subject is made only for a failure or a wait: an answer at once needs none.
+  if (!isPending(answer) && valid(answer)) {
+    breakerOf(store)?.answered();
+    return answer;
+  }
+  return bounded(store, operation, answer as Promise<T>, valid, about.subject);
 }
 
 /** A store failure as the one error type callers see, published on its channel. */
@@ -106,7 +139,7 @@ function checked<T>(store: Store, operation: string, reply: T, valid: (reply: un
 export function bounded<T>(
   store: Store,
   operation: string,
-  pending: Promise<T>,
+  pending: Answer<T>,
   valid: (reply: unknown) => boolean,
   subject?: Subject,
   spentMs = 0,
@@ -121,7 +154,7 @@ export function bounded<T>(
 function boundedOr<T>(
   store: Store,
   operation: string,
-  pending: Promise<T>,
+  pending: Answer<T>,
   valid: (reply: unknown) => boolean,
   subject: Subject | undefined,
   spentMs: number,
@@ -195,9 +228,10 @@ export interface AcquireCalls {
   readonly kind: "semaphore" | "lock";
   /** The store key (`{prefix:kind:id}`). */
   readonly storeKey: string;
-  take(store: Store, token: string, queue?: QueueOptions): Promise<AcquireReply>;
+  /** `madeAt`: see `FreshToken`. */
+  take(store: Store, token: string, queue?: QueueOptions, madeAt?: number): Answer<AcquireReply>;
   /** Leave the queue and return anything held. */
-  leave(store: Store, token: string): Promise<void>;
+  leave(store: Store, token: string): Answer<void>;
 }
 
 /**
@@ -233,18 +267,30 @@ export function leaveIfTaken(store: Store, ops: AcquireCalls, token: string, ans
  * use, so it leaves now, and again if the acquire answers late. The lease's
  * own expiry is the backstop if the store never listens again.
  */
-export function acquireOrCleanUp(store: Store, ops: AcquireCalls, token: string, queue?: QueueOptions): Promise<AcquireReply> {
+export function acquireOrCleanUp(
+  store: Store,
+  ops: AcquireCalls,
+  token: string,
+  queue?: QueueOptions,
+  madeAt?: number,
+): Answer<AcquireReply> {
+  const breaker = breakerOf(store);
   try {
     // A store known to be unreachable refuses at once: nothing is sent, so nothing needs cleaning up.
-    breakerOf(store)?.admit(ops.kind, ops.storeKey);
+    breaker?.admit(ops.kind, ops.storeKey);
   } catch (error) {
     return Promise.reject(error);
   }
-  let pending: Promise<AcquireReply>;
+  let pending: Answer<AcquireReply>;
   try {
-    pending = ops.take(store, token, queue);
+    pending = ops.take(store, token, queue, madeAt);
   } catch (error) {
     pending = Promise.reject(error);
+  }
+  // Answered at once (a store in this process): nothing to bound; a reply of the wrong shape fails below.
+  if (!isPending(pending) && isAcquireReply(pending)) {
+    breaker?.answered();
+    return pending;
   }
   return boundedOr(store, "acquire", pending, isAcquireReply, ops.subject, 0, () => {
     // Runs before the caller hears of the failure, inside the bound's handlers: it must not throw.

@@ -2,8 +2,8 @@ import { ShutdownError, StoreUnavailableError } from "../../errors/index.js";
 import { channels } from "../../observability/events.js";
 import type { StoreDownEvent, StoreUpEvent } from "../../observability/types.js";
 import { FIRST_PROBE_MS, MOST_PROBE_MS } from "../../options/defaults.js";
+import { answersInProcess } from "../contract/shape.js";
 import type { Store } from "../contract/types.js";
-import { isMemoryStore } from "../memory/index.js";
 import type { StoreSource } from "./client.js";
 import { declaredTimeoutMs } from "./deadlines.js";
 import type { StoreHealth } from "./types.js";
@@ -215,7 +215,7 @@ const breakers = new WeakMap<Store, Breaker>();
 
 /** The breaker of a store; none for the embedded store, which cannot be unreachable. */
 export function breakerOf(store: Store): Breaker | undefined {
-  if (isMemoryStore(store)) return undefined;
+  if (answersInProcess(store)) return undefined;
   let breaker = breakers.get(store);
   if (breaker === undefined) {
     breaker = new Breaker(store);

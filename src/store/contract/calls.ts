@@ -45,6 +45,10 @@ export interface SemaphoreAcquireCall extends TokenCall {
   leaseMs: number;
   queue?: QueueOptions | undefined;
   tenant?: TenantOptions | undefined;
+  /** See {@link FreshToken.madeAt}. */
+  madeAt?: number | undefined;
+  /** See {@link LeaseRecord.recorded}. */
+  recorded?: boolean | undefined;
 }
 
 /**
@@ -58,6 +62,34 @@ export interface SemaphoreAcquireCall extends TokenCall {
 export interface LockAcquireCall extends TokenCall {
   leaseMs: number;
   queue?: QueueOptions | undefined;
+  /** See {@link FreshToken.madeAt}. */
+  madeAt?: number | undefined;
+}
+
+/**
+ * A hint an acquire may carry, which a store may ignore (the Redis store does).
+ */
+export interface FreshToken {
+  /**
+   * The engine made `token` just now, reading `performance.now()` at
+   * `madeAt`, and has sent it nowhere before: it holds nothing and waits
+   * nowhere, and carries the call's tenant (a semaphore call's `tenant.name`,
+   * or none). A store on the process clock may take the reading as its time
+   * and skip looking the token up.
+   */
+  madeAt?: number | undefined;
+}
+
+/**
+ * A hint an extend or a release may carry, which a store may ignore: the
+ * `record` its acquire answered (when asked with `recorded`) (see {@link "leasehold/store"!AcquireReply.record}),
+ * so that it finds the lease without looking the token up. The token still
+ * decides: a record that is not that token's live lease is ignored.
+ */
+export interface LeaseRecord {
+  record?: object | undefined;
+  /** On an acquire: the caller keeps the record to pass back, so a store may answer one. */
+  recorded?: boolean | undefined;
 }
 
 /**
@@ -68,7 +100,7 @@ export interface LockAcquireCall extends TokenCall {
  * const ours = await store.lock.extend({ storeKey: "{lock:lock:invoice-42}", token, leaseMs: 10_000 });
  * ```
  */
-export interface LockExtendCall extends TokenCall {
+export interface LockExtendCall extends TokenCall, LeaseRecord {
   leaseMs: number;
 }
 
@@ -94,8 +126,10 @@ export interface SemaphoreExtendCall extends LockExtendCall {
  * const wasOurs = await store.lock.release({ storeKey: "{lock:lock:invoice-42}", token, heldMs: 120 });
  * ```
  */
-export interface LockReleaseCall extends TokenCall {
+export interface LockReleaseCall extends TokenCall, LeaseRecord {
   heldMs?: number | undefined;
+  /** The caller's `performance.now()` reading of just now, which a store on the process clock may take as its time. */
+  sentAt?: number | undefined;
 }
 
 /**
@@ -160,6 +194,31 @@ export interface QueueOptions {
   waiterLeaseMs: number;
   /** The most waiters on one id; 0 for no bound. */
   maxQueue: number;
+  /**
+   * A waiter of this process, which a store in this process may serve
+   * itself: it keeps it queued until `waiter.until` without refreshes and
+   * hands it a freed permit from inside the call that freed it, then
+   * answers `queued` with `handedOff: true`. A store that answers `queued`
+   * without it has not taken it: the engine waits for an announced grant.
+   */
+  waiter?: InProcessWaiter | undefined;
+}
+
+/** A waiter of the process the store lives in (see {@link QueueOptions.waiter}). */
+export interface InProcessWaiter {
+  /** The lease it holds once granted. */
+  readonly leaseMs: number;
+  /** When its wait ends, on the store's clock: it stands for the waiter lease. */
+  readonly until: number;
+  readonly maxQueue: number;
+  /**
+   * Called (synchronously, from the call that freed the permit) with the
+   * grant's time, fence and the store's record of the lease (see
+   * {@link LeaseRecord}); it must only resolve a promise.
+   */
+  onGrant(at: number, fence: number, record?: object): void;
+  /** Called when the store closes while it waits; it must only reject a promise. */
+  onClose(error: Error): void;
 }
 
 /**

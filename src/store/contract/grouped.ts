@@ -3,6 +3,7 @@
 import type * as calls from "./calls.js";
 import type {
   AcquireReply,
+  Answer,
   Inspection,
   LockOperations,
   LockStats,
@@ -30,15 +31,15 @@ export abstract class GroupedStore {
     ({ semaphore: this.semaphore, lock: this.lock } = groupedCalls(this));
   }
 
-  abstract acquire(kind: Kind, call: calls.SemaphoreAcquireCall | calls.LockAcquireCall): Promise<AcquireReply>;
-  abstract extend(kind: Kind, call: calls.SemaphoreExtendCall): Promise<boolean>;
-  abstract release(kind: Kind, call: calls.SemaphoreReleaseCall): Promise<boolean>;
+  abstract acquire(kind: Kind, call: calls.SemaphoreAcquireCall | calls.LockAcquireCall): Answer<AcquireReply>;
+  abstract extend(kind: Kind, call: calls.SemaphoreExtendCall): Answer<boolean>;
+  abstract release(kind: Kind, call: calls.SemaphoreReleaseCall): Answer<boolean>;
   abstract count(call: calls.KeyCall): Promise<number>;
   abstract semaphoreCounts(call: calls.SemaphoreStatsCall): Promise<SemaphoreCounts>;
   abstract lockStatus(call: calls.KeyCall): Promise<LockStats>;
   abstract inspect(kind: Kind, call: calls.KeyCall): Promise<Inspection>;
-  abstract leave(kind: Kind, call: calls.TokenCall): Promise<void>;
-  abstract refreshWaiters(kind: Kind, call: calls.RefreshWaitersCall): Promise<WaiterRefresh>;
+  abstract leave(kind: Kind, call: calls.TokenCall): Answer<void>;
+  abstract refreshWaiters(kind: Kind, call: calls.RefreshWaitersCall): Answer<WaiterRefresh>;
 }
 
 function groupedCalls(steps: GroupedStore): { semaphore: SemaphoreOperations; lock: LockOperations } {

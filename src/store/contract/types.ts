@@ -25,7 +25,21 @@ export interface AcquireReply {
    * absent when none was recorded lately.
    */
   holdMs?: number;
+  /** Queued as the call's in-process waiter (see {@link "leasehold/store"!QueueOptions.waiter}): the store hands it the permit. */
+  handedOff?: boolean;
+  /**
+   * When acquired, optionally: the store's own record of the lease, for the
+   * engine to pass back on extend and release (see {@link "leasehold/store"!LeaseRecord}).
+   */
+  record?: object;
 }
+
+/**
+ * A store's answer: a promise, or the value itself when the store has it at
+ * once (a store in this process). The engine takes either on one path, and
+ * bounds only what it has to wait for.
+ */
+export type Answer<T> = T | Promise<T>;
 
 /** What a store knows of one semaphore id. */
 export interface SemaphoreCounts {
@@ -109,9 +123,9 @@ export interface SemaphoreOperations {
    * (the Redis store derives it from its clock in microseconds and the last
    * fence its keys keep, and keeps them until its clock has passed it).
    */
-  acquire(call: calls.SemaphoreAcquireCall): Promise<AcquireReply>;
+  acquire(call: calls.SemaphoreAcquireCall): Answer<AcquireReply>;
   /** Push `token`'s expiry to now + `leaseMs`; false unless it holds a live lease. */
-  extend(call: calls.SemaphoreExtendCall): Promise<boolean>;
+  extend(call: calls.SemaphoreExtendCall): Answer<boolean>;
   /**
    * Return `token`'s permits (and grant waiters they make room for); true only
    * if its lease was still live. A live lease's `heldMs` is folded into the
@@ -121,7 +135,7 @@ export interface SemaphoreOperations {
    * never past the end of the released lease, and the id's keys are kept that
    * long. (The engine passes `heldMs` with at most one release per id every 100 ms.)
    */
-  release(call: calls.SemaphoreReleaseCall): Promise<boolean>;
+  release(call: calls.SemaphoreReleaseCall): Answer<boolean>;
   /** Live holders (not permits) of the semaphore. */
   count(call: calls.KeyCall): Promise<number>;
   /**
@@ -132,9 +146,9 @@ export interface SemaphoreOperations {
   /** Live holders (granted waiters included) and waiters of the semaphore: one round trip, no writes. */
   inspect(call: calls.KeyCall): Promise<Inspection>;
   /** Leave the queue, returning a grant not yet claimed. */
-  leave(call: calls.TokenCall): Promise<void>;
+  leave(call: calls.TokenCall): Answer<void>;
   /** Keep these waiters' leases alive, grant who fits, and say where each stands. */
-  refreshWaiters(call: calls.RefreshWaitersCall): Promise<WaiterRefresh>;
+  refreshWaiters(call: calls.RefreshWaitersCall): Answer<WaiterRefresh>;
 }
 
 /**
@@ -149,22 +163,22 @@ export interface SemaphoreOperations {
  */
 export interface LockOperations {
   /** Take the lock for `token` if free and nobody waits (or refresh it if `token` holds it); with `queue`, wait in line. */
-  acquire(call: calls.LockAcquireCall): Promise<AcquireReply>;
+  acquire(call: calls.LockAcquireCall): Answer<AcquireReply>;
   /** Push the lock's expiry to now + `leaseMs`; false unless `token` holds it. */
-  extend(call: calls.LockExtendCall): Promise<boolean>;
+  extend(call: calls.LockExtendCall): Answer<boolean>;
   /**
    * Delete the lock (and hand it to the head waiter); true only if `token` held
    * it. `heldMs`: as for a semaphore's release, the lock's typical hold.
    */
-  release(call: calls.LockReleaseCall): Promise<boolean>;
+  release(call: calls.LockReleaseCall): Answer<boolean>;
   /** Whether the lock is held and for how long yet. */
   stats(call: calls.KeyCall): Promise<LockStats>;
   /** The live holder (a granted waiter included) and the waiters of the lock: one round trip, no writes. */
   inspect(call: calls.KeyCall): Promise<Inspection>;
   /** Leave the lock's queue, returning a grant not yet claimed. */
-  leave(call: calls.TokenCall): Promise<void>;
+  leave(call: calls.TokenCall): Answer<void>;
   /** Keep these waiters' leases alive, grant the lock if free, and say where each stands. */
-  refreshWaiters(call: calls.RefreshWaitersCall): Promise<WaiterRefresh>;
+  refreshWaiters(call: calls.RefreshWaitersCall): Answer<WaiterRefresh>;
 }
 
 /**

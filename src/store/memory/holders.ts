@@ -14,7 +14,7 @@ export interface Holder {
 /**
  * A semaphore id: its holders (lua/lib/holders.lua) beside what every id
  * keeps. The engine of this process hands a holder's record back on release
- * and extend (`LocalReply.held`), so its leases are never looked up by token
+ * and extend (`AcquireReply.record`), so its leases are never looked up by token
  * (see slots.ts).
  */
 export interface SemaphoreState extends IdState {

@@ -2,10 +2,8 @@
 // Lua's (lua/lib/, lua/*.lua) file by file and function by function.
 import { WAITER_LEASE_MS } from "../../options/defaults.js";
 import { knownOptions, optionsObject, positiveMs } from "../../options/validate.js";
-import { answersInProcess } from "../contract/shape.js";
 import type { Store } from "../contract/types.js";
 import { type MemoryClock, processClock } from "./clock.js";
-import type { LocalStore } from "./local.js";
 import { EmbeddedStore } from "./store.js";
 import type { MemoryStore, MemoryStoreOptions } from "./types.js";
 
@@ -41,15 +39,6 @@ export function createMemoryStore(
         ),
     clock,
   );
-}
-
-/**
- * True for the embedded store itself, not for a wrapper made with `Object.create(store)` (whose
- * overrides must be called): only then may the engine call its synchronous cores at once.
- */
-export function isMemoryStore(store: Store): store is LocalStore {
-  // The brand the embedded store sets on itself (see contract/shape.ts): one property load, not a call.
-  return answersInProcess(store);
 }
 
 let shared: Store | undefined;

@@ -1,4 +1,5 @@
 import { copyDue } from "../../runtime/copy-due.js";
+import type { InProcessWaiter } from "../contract/calls.js";
 import type { Inspection } from "../contract/types.js";
 import { latestOf } from "./clock.js";
 import { Slots } from "./slots.js";
@@ -21,29 +22,13 @@ export interface Waiter {
    */
   expiresAt: number;
   /** A waiter of this process: granted, it holds a full lease at once and is told here. */
-  local: LocalWaiter | undefined;
+  local: InProcessWaiter | undefined;
   /** Its place in `Queue.waiters` (see slots.ts). */
   slot: number;
 }
 
-/** A waiter of the process the store lives in: a freed permit goes straight to it. */
-export interface LocalWaiter {
-  leaseMs: number;
-  /**
-   * Called (synchronously, from the call that freed the permit) with the
-   * grant's time, fence and the holder's record (to hand back on release and
-   * extend: `LocalReply.held`; a lock has none); it must only resolve a promise.
-   */
-  onGrant(at: number, fence: number, held?: object): void;
-  /** Called when the store closes while it waits (nothing will free a permit for it any more); it must only reject a promise. */
-  onClose(error: Error): void;
-}
-
-/** What a local wait joins with: the wait's end stands for the waiter lease. */
-export interface LocalJoin extends LocalWaiter {
-  until: number;
-  maxQueue: number;
-}
+/** A waiter of the process the store lives in: a freed permit goes straight to it (`QueueOptions.waiter`). */
+export type LocalJoin = InProcessWaiter;
 
 /**
  * The waiting room (lua/lib/queue.lua): every waiter by token, each tenant's

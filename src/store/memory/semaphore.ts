@@ -14,7 +14,6 @@ import {
   type SemaphoreState,
   tenantUsed,
 } from "./holders.js";
-import type { LocalReply } from "./local.js";
 import { type LocalJoin, queueDrop, queueInspect, queueJoin, queuePrune, queueTouch, queueWaiter } from "./queue.js";
 import { settle } from "./settle.js";
 import { Slots } from "./slots.js";
@@ -73,7 +72,7 @@ export function semaphoreAcquire(
   tenantCall: TenantOptions | undefined,
   now: number,
   fresh?: string,
-): LocalReply {
+): AcquireReply {
   holdersPrune(state, now);
   if (state.queue.waiters.size > 0) {
     queuePrune(state.queue, now);
@@ -131,9 +130,9 @@ export function semaphoreAcquire(
   return settled(state, { acquired: false, retryAfterMs: holdersNext(state, now) }, now);
 }
 
-/** An admission: the reply, with the holder's record for the engine to hand back (`LocalReply.held`; the Store contract's `acquire` leaves it out). */
-function heldReply(fence: number, held: Holder): LocalReply {
-  return { acquired: true, retryAfterMs: 0, fence, held };
+/** An admission: the reply, with the holder's record for the engine to hand back (`AcquireReply.record`). */
+function heldReply(fence: number, held: Holder): AcquireReply {
+  return { acquired: true, retryAfterMs: 0, fence, record: held };
 }
 
 /** How an acquire ends: the id settled, and a refusal saying the typical hold. */

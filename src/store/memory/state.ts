@@ -46,7 +46,7 @@ export interface Primitive<State extends IdState> {
   /**
    * Takes `token`'s lease away; returns its end, or undefined when it held
    * none (a lock's lapsed holder is gone first). `held`: the record the
-   * engine kept from its acquire, if any (see `LocalReply.held`).
+   * engine kept from its acquire, if any (see `AcquireReply.record`).
    */
   remove(state: State, token: string, now: number, held?: unknown): number | undefined;
 }

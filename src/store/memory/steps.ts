@@ -12,7 +12,7 @@ import type { IdState, Primitive } from "./state.js";
  * only if it was still live (lua/*-release.lua). `heldMs`, how long it was
  * held, is folded into the id's typical hold. Without waiters the id is not
  * settled: its timer stands, and the release stays the cheapest call.
- * `held`: the engine's record of the lease (`LocalReply.held`), if any.
+ * `held`: the engine's record of the lease (`AcquireReply.record`), if any.
  */
 export function release<State extends IdState>(
   primitive: Primitive<State>,

@@ -1,14 +1,13 @@
 import { ShutdownError } from "../../errors/index.js";
 import type * as calls from "../contract/calls.js";
-import type { Grant, QueueOptions } from "../contract/calls.js";
+import type { Grant, QueueOptions, TenantOptions } from "../contract/calls.js";
 import { GroupedStore, type Kind } from "../contract/grouped.js";
 import { IN_PROCESS } from "../contract/shape.js";
-import type { AcquireReply, Inspection, LockStats, SemaphoreCounts, WaiterRefresh } from "../contract/types.js";
+import type { AcquireReply, Answer, Inspection, LockStats, SemaphoreCounts, Store, WaiterRefresh } from "../contract/types.js";
 import { type MemoryClock, processClock } from "./clock.js";
 import type { SemaphoreState } from "./holders.js";
-import type { LocalReply, LocalStore, Named } from "./local.js";
 import { lockAcquire, lockExtend, lockInspect, lockPrimitive, lockState, lockStats } from "./lock.js";
-import type { LocalJoin, LocalWaiter } from "./queue.js";
+import type { LocalJoin } from "./queue.js";
 import {
   semaphoreAcquire,
   semaphoreExtend,
@@ -19,7 +18,7 @@ import {
 } from "./semaphore.js";
 import type { LockState } from "./settle-lock.js";
 import type { Env, IdState, Primitive } from "./state.js";
-import { leave, refreshWaiters, release, settleNow } from "./steps.js";
+import { leave, refreshWaiters, release } from "./steps.js";
 
 const GONE: WaiterRefresh["statuses"][number] = "gone";
 
@@ -28,10 +27,9 @@ const GONE: WaiterRefresh["statuses"][number] = "gone";
  * idempotent acquire, token-checked extend and release, a FIFO waiting room
  * with grants) inside one process, on the process's monotonic clock. Its
  * modules and functions are named after the Lua they mirror (`lua/lib/`,
- * `lua/*.lua`), so the two can be read side by side. The Store methods are
- * the synchronous cores wrapped in a promise.
+ * `lua/*.lua`), so the two can be read side by side.
  */
-export class EmbeddedStore extends GroupedStore implements LocalStore {
+export class EmbeddedStore extends GroupedStore implements Store {
   readonly kind = "memory";
   /** Answers in this process and never hangs: the engine sets no timer on its calls. */
   readonly timeoutMs = 0;
@@ -64,7 +62,7 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
    */
   close(): Promise<void> {
     if (this.#closing === undefined) {
-      const waiting: LocalWaiter[] = [];
+      const waiting: LocalJoin[] = [];
       for (const state of [...this.#semaphores.values(), ...this.#locks.values()]) {
         if (state.cleanup !== undefined) this.clock.clearTimeout(state.cleanup);
         state.cleanup = undefined;
@@ -85,22 +83,39 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
     if (this.#closing !== undefined) throw new ShutdownError(this.kind);
   }
 
-  // ---- the Store contract: the cores below, in a promise, grouped by ../contract/grouped.ts ----
+  // ---- the Store contract, grouped by ../contract/grouped.ts: the calls the engine makes on every
+  // lease answer at once (no promise: see `Answer`), the reads in a promise ----
 
-  async acquire(kind: Kind, call: calls.SemaphoreAcquireCall | calls.LockAcquireCall): Promise<AcquireReply> {
+  acquire(kind: Kind, call: calls.SemaphoreAcquireCall | calls.LockAcquireCall): Answer<AcquireReply> {
+    // A failure is a rejection, as from any store: only an answer comes at once.
+    if (this.#closing !== undefined) return Promise.reject(new ShutdownError(this.kind));
     // A lock's call has no limit, weight or tenant: #acquireNow reads them for a semaphore only.
-    const { storeKey: key, token, limit, weight, leaseMs, queue, tenant } = call as calls.SemaphoreAcquireCall;
-    const reply: LocalReply = this.#acquireNow(kind, key, token, limit, weight, leaseMs, queue, undefined, tenant);
-    // The store's own record stays inside: the contract's reply is Redis's.
-    return reply.held === undefined ? reply : { acquired: true, retryAfterMs: 0, fence: reply.fence as number };
+    const { storeKey: key, token, limit, weight, leaseMs, queue, tenant, madeAt, recorded } = call as calls.SemaphoreAcquireCall;
+    const join = queue?.waiter;
+    if (join === undefined) {
+      const reply = this.#acquireNow(kind, key, token, limit, weight, leaseMs, queue, undefined, tenant, madeAt);
+      // The record is for a caller that keeps it: to anyone else the reply is Redis's.
+      return reply.record === undefined || recorded === true
+        ? reply
+        : { acquired: true, retryAfterMs: 0, fence: reply.fence as number };
+    }
+    const reply = this.#acquireNow(kind, key, token, limit, weight, join.leaseMs, undefined, join, tenant, madeAt);
+    if (reply.queued === true) reply.handedOff = true;
+    return reply;
   }
 
-  async extend(kind: Kind, call: calls.SemaphoreExtendCall): Promise<boolean> {
-    return this.extendNow(kind, call.storeKey, call.token, call.leaseMs);
+  extend(kind: Kind, call: calls.SemaphoreExtendCall): boolean {
+    const state = this.#ids(kind).get(call.storeKey);
+    if (state === undefined) return false;
+    const now = this.clock.now();
+    return kind === "semaphore"
+      ? semaphoreExtend(state as SemaphoreState, call.token, call.leaseMs, now, call.record)
+      : lockExtend(state as LockState, call.token, call.leaseMs, now);
   }
 
-  async release(kind: Kind, call: calls.SemaphoreReleaseCall): Promise<boolean> {
-    return this.releaseNow(kind, call.storeKey, call.token, call.heldMs);
+  release(kind: Kind, call: calls.SemaphoreReleaseCall): boolean {
+    const state = this.#ids(kind).get(call.storeKey);
+    return state !== undefined && release(primitiveOf(kind), state, call.token, this.#now(call.sentAt), call.heldMs, call.record);
   }
 
   async count(call: calls.KeyCall): Promise<number> {
@@ -126,12 +141,17 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
       : lockInspect(state as LockState | undefined, now);
   }
 
-  async leave(kind: Kind, call: calls.TokenCall): Promise<void> {
-    this.leaveNow(kind, call.storeKey, call.token);
+  leave(kind: Kind, call: calls.TokenCall): void {
+    const state = this.#ids(kind).get(call.storeKey);
+    if (state !== undefined) leave(primitiveOf(kind), state, call.token, this.clock.now());
   }
 
-  async refreshWaiters(kind: Kind, call: calls.RefreshWaitersCall): Promise<WaiterRefresh> {
-    this.#refuse();
+  /**
+   * Also what a waiter of this process calls when the nearest lease ends (a lapsed lease frees
+   * nothing by itself): its own token is not refreshed (it has no waiter lease), the rest is the same.
+   */
+  refreshWaiters(kind: Kind, call: calls.RefreshWaitersCall): Answer<WaiterRefresh> {
+    if (this.#closing !== undefined) return Promise.reject(new ShutdownError(this.kind));
     const { storeKey: key, tokens, waiterLeaseMs } = call;
     const state = this.#ids(kind).get(key);
     if (state === undefined) return { statuses: tokens.map(() => GONE), fences: tokens.map(() => 0), retryAfterMs: 1 };
@@ -150,58 +170,6 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
       listeners.delete(onGrant);
       if (listeners.size === 0 && this.#watchers.get(key) === listeners) this.#watchers.delete(key);
     };
-  }
-
-  // ---- what the engine calls on the embedded store: at once ----
-
-  takeNow(
-    kind: Kind,
-    key: string,
-    token: string,
-    limit: number,
-    weight: number,
-    leaseMs: number,
-    tenant?: Named,
-    fresh?: number,
-  ): LocalReply {
-    return this.#acquireNow(kind, key, token, limit, weight, leaseMs, undefined, undefined, tenant, fresh);
-  }
-
-  waitNow(
-    kind: Kind,
-    key: string,
-    token: string,
-    limit: number,
-    weight: number,
-    join: LocalJoin,
-    tenant?: Named,
-    fresh?: number,
-  ): LocalReply {
-    return this.#acquireNow(kind, key, token, limit, weight, join.leaseMs, undefined, join, tenant, fresh);
-  }
-
-  settleNow(kind: Kind, key: string): number {
-    const state = this.#ids(kind).get(key);
-    return state === undefined ? 1 : settleNow(primitiveOf(kind), state, this.clock.now());
-  }
-
-  leaveNow(kind: Kind, key: string, token: string): void {
-    const state = this.#ids(kind).get(key);
-    if (state !== undefined) leave(primitiveOf(kind), state, token, this.clock.now());
-  }
-
-  extendNow(kind: Kind, key: string, token: string, leaseMs: number, held?: object): boolean {
-    const state = this.#ids(kind).get(key);
-    if (state === undefined) return false;
-    const now = this.clock.now();
-    return kind === "semaphore"
-      ? semaphoreExtend(state as SemaphoreState, token, leaseMs, now, held)
-      : lockExtend(state as LockState, token, leaseMs, now);
-  }
-
-  releaseNow(kind: Kind, key: string, token: string, heldMs?: number, at?: number, held?: object): boolean {
-    const state = this.#ids(kind).get(key);
-    return state !== undefined && release(primitiveOf(kind), state, token, this.#now(at), heldMs, held);
   }
 
   /** The store's time: the caller's reading of the process clock when it made one just now, else its clock's. */
@@ -225,9 +193,9 @@ export class EmbeddedStore extends GroupedStore implements LocalStore {
     leaseMs: number,
     queue: QueueOptions | undefined,
     join: LocalJoin | undefined,
-    tenant: Named | undefined,
+    tenant: (TenantOptions & { readonly name?: string }) | undefined,
     fresh?: number,
-  ): LocalReply {
+  ): AcquireReply {
     this.#refuse();
     const now = this.#now(fresh);
     if (kind === "lock") return lockAcquire(lockState(this.#locks, this.#env, key), token, leaseMs, queue, join, now);

@@ -545,10 +545,13 @@ describe.each(storesUnderTest)("waiting on the $name store", ({ make }) => {
   });
 
   describe("a store answering nonsense while callers wait", () => {
-    /** A real store whose answers to the waiting-room calls can be replaced. */
+    /**
+     * A real store whose answers to the waiting-room calls can be replaced, as a store of another
+     * process (a spy store): its waits go through the waiting room, whatever store it wraps.
+     */
     const wrapped = (waiterLeaseMs: number, changes: (real: Store) => Partial<Store>) => {
-      const real = make({ waiterLeaseMs });
-      const store: Store = { ...spyStore(real).store, ...changes(real), kind: "garbled" };
+      const real = spyStore(make({ waiterLeaseMs })).store;
+      const store: Store = { ...real, ...changes(real), kind: "garbled" };
       return semaphore({ client: store, limit: 1, prefix: uniquePrefix() });
     };
 

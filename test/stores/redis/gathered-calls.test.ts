@@ -59,7 +59,7 @@ describe("calls gathered in one turn on the Redis store", () => {
   it("a batch of 16 goes out at once, before the turn ends; a smaller one at the turn's end", async () => {
     const { redis, sent, store, key } = await counted();
     const take = (i: number) =>
-      store.semaphore.acquire({ storeKey: key, token: `t${i}`, limit: 100, weight: 1, leaseMs: 10_000 });
+      Promise.resolve(store.semaphore.acquire({ storeKey: key, token: `t${i}`, limit: 100, weight: 1, leaseMs: 10_000 }));
     // Two go at once, then ten are gathered: the ten wait for the end of the turn.
     const few = Array.from({ length: 12 }, (_, i) => take(i));
     expect(sent).toEqual([1, 1]);
@@ -78,7 +78,7 @@ describe("calls gathered in one turn on the Redis store", () => {
   it("calls made one per callback in one turn (an HTTP server's requests), while two are out, go out together", async () => {
     const { redis, sent, store, key } = await counted();
     const take = (i: number) =>
-      store.semaphore.acquire({ storeKey: key, token: `t${i}`, limit: 100, weight: 1, leaseMs: 10_000 });
+      Promise.resolve(store.semaphore.acquire({ storeKey: key, token: `t${i}`, limit: 100, weight: 1, leaseMs: 10_000 }));
     // Timers due together run in one timers phase, each callback followed by its microtasks, and no
     // reply can be read in between: the two first calls are out while the five others are made.
     const calls = await new Promise<Promise<unknown>[]>((resolve) => {
@@ -129,7 +129,7 @@ describe("calls gathered in one turn on the Redis store", () => {
     const calls = await new Promise<Promise<unknown>[]>((resolve) =>
       setImmediate(() => {
         const made = ["a", "b", "c"].map((token) =>
-          store.semaphore.acquire({ storeKey: key, token, limit: 1, weight: 1, leaseMs: 10_000 }),
+          Promise.resolve(store.semaphore.acquire({ storeKey: key, token, limit: 1, weight: 1, leaseMs: 10_000 })),
         );
         const until = performance.now() + 50;
         while (performance.now() < until) {}
@@ -198,7 +198,7 @@ describe("calls of one lease reach the store in the order they were made", () =>
       semaphore: {
         ...store.semaphore,
         release: (call) =>
-          store.semaphore.release(call).then((answer) => {
+          Promise.resolve(store.semaphore.release(call)).then((answer) => {
             released();
             return answer;
           }),

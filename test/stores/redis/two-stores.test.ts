@@ -146,7 +146,7 @@ describe("two stores on one server, sampled by the server", () => {
     })();
     const rounds = Number(process.env.SAMPLED_ROUNDS ?? 40);
     for (let round = 0; round < rounds; round++) {
-      const calls: Promise<unknown>[] = [];
+      const calls: unknown[] = [];
       // The third party: a short lease by token, never given back.
       if (rand(3) === 0) {
         const tenant = rand(2) === 0 ? "" : "@a";
