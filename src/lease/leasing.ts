@@ -38,6 +38,12 @@ export interface Primitive {
 /** The lease, or why not: `acquire` resolves `null` for the latter. */
 const leaseOrNull = <L extends LeaseHandle>(outcome: L | Refused): L | null => (outcome instanceof LeaseHandle ? outcome : null);
 
+/** A lease its caller no longer wants: released, then the caller's abort reason thrown. */
+async function giveBack(lease: LeaseHandle, reason: unknown): Promise<never> {
+  await lease.release().catch(() => {});
+  throw reason;
+}
+
 /**
  * The steps a semaphore and a lock share: `acquire`, `run`, `health`,
  * `close`, and the store reads. Each adds how it checks one call's options
@@ -67,8 +73,15 @@ export abstract class Leasing<L extends LeaseHandle> {
 
   acquire(id: string, options?: object): Promise<L | null> {
     try {
-      const outcome = this.#take(this.prepare(id, options, false));
-      return outcome instanceof Promise ? outcome.then(leaseOrNull) : Promise.resolve(leaseOrNull(outcome));
+      const call = this.prepare(id, options, false);
+      const outcome = this.#take(call);
+      if (outcome instanceof Promise) return outcome.then(leaseOrNull);
+      const signal = call.settings.signal;
+      if (signal === undefined || !(outcome instanceof LeaseHandle)) return Promise.resolve(leaseOrNull(outcome));
+      // Answered in this turn (the embedded store): the caller may still abort before it sees the
+      // lease, as it could while a store's answer travels; then the lease goes back and the call
+      // rejects, whichever store answered.
+      return Promise.resolve().then(() => (signal.aborted ? giveBack(outcome, signal.reason) : outcome));
     } catch (error) {
       return Promise.reject(error);
     }
