@@ -50,11 +50,12 @@ export class Deadlines {
       // Earlier than a call already out (a wait's last call, given what is left of the bound): the
       // queue would no longer be in deadline order, so this one has its own timer.
       entry.timer = setTimeout(
-        () => {
-          if (entry.done) return;
-          entry.done = true;
-          expire();
-        },
+        () =>
+          setImmediate(() => {
+            if (entry.done) return;
+            entry.done = true;
+            expire();
+          }),
         Math.max(1, Math.ceil(at - performance.now())),
       );
       return entry;
@@ -114,7 +115,6 @@ export class Deadlines {
       if (entry.done) continue;
       // Node may fire a timer a fraction early against performance.now(): the rest waits.
       if (entry.at > now) break;
-      entry.done = true;
       expired.push(entry);
     }
     if (head === queue.length) {
@@ -124,8 +124,19 @@ export class Deadlines {
       this.#head = head;
       this.#arm((queue[head] as InFlight).at);
     }
-    // After the queue is consistent: an expiry may send a clean-up call, which is bounded here too.
-    for (const entry of expired) entry.expire();
+    if (expired.length === 0) return;
+    // Heard after the I/O of this turn: a reply that arrived while the process could not run (a long
+    // GC pause, a blocked event loop) is read before the timers of the same turn declare it missing.
+    // Without this, every call out during a stall longer than the bound timed out, and the store was
+    // taken down for a pause of its own process.
+    setImmediate(() => {
+      // After the queue is consistent: an expiry may send a clean-up call, which is bounded here too.
+      for (const entry of expired)
+        if (!entry.done) {
+          entry.done = true;
+          entry.expire();
+        }
+    });
   }
 }
 
