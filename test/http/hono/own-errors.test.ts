@@ -194,7 +194,7 @@ describe.each(bothStores)("Hono stream helpers and the signal's reason, on the $
       app.get("/s", guard, (c) => {
         const { signal } = c.get("lease") as RequestLease;
         const onError = async (error: Error) => {
-          if (error === signal.reason || error.cause === signal.reason) return;
+          if (signal.aborted && (error === signal.reason || error.cause === signal.reason)) return;
           console.error(error);
         };
         return streamSSE(
