@@ -146,8 +146,9 @@ export function holdBody(res: Response, exchange: HonoExchange, work: boolean): 
   }
   const held = new HeldBody(res.body, exchange, work);
   const body = new ReadableStream(held);
-  // The client left before the body was made: nobody will read it.
-  if (exchange.gone) held.abandon(exchange.clientGoneReason as Error);
+  // Off Node, the client left before the body was made: nobody will read it. (On Node,
+  // `@hono/node-server` cancels it when it finds the response closed.)
+  if (exchange.gone && exchange.outgoing === undefined) held.abandon(exchange.clientGoneReason as Error);
   return new Response(body, res);
 }
 
