@@ -7,8 +7,9 @@ function ignore(): void {}
  *
  * Off Node (Bun, Deno, Workers) there is no response object to watch: every body is held, and its
  * end completes the response. A body made from a stream (Hono's `stream()`, `streamText()`,
- * `streamSSE()`, `c.body(stream)`: `work`) is also part of the handler's work, on Node too: its
- * producer (the helper's callback) runs on after the handler returned, and its end is the stream's.
+ * `streamSSE()`, `c.body(stream)`, a `new Response(readable)` the handler built: `work`, see
+ * {@link streamedBody}) is also part of the handler's work, on Node too: its producer (the helper's
+ * callback, or whatever feeds the stream) runs on after the handler returned, and its end is the stream's.
  *
  * When the client leaves, a plain body is cancelled. A streamed one is read on to its end instead,
  * and what is read is dropped: cancelling it would stop Hono's stream and hide its callback's end,
@@ -73,6 +74,12 @@ export class HeldBody implements Held {
     return this.#reader.cancel(reason).finally(() => this.#end());
   }
 
+  /** The client left before the body was made: it is never passed on, and ends as after a departure. */
+  abandon(reason: Error): void {
+    this.#controller?.error(reason);
+    void this.cancel(reason);
+  }
+
   /** Nobody will read the body (the client left, or Hono drops a HEAD response's body): read it to its end here. */
   drain(): void {
     if (this.#state !== "passing") return;
@@ -109,13 +116,40 @@ export class HeldBody implements Held {
   }
 }
 
+/** The symbol under which `@hono/node-server`'s own Response keeps what it was made from, once seen. */
+let madeFrom: symbol | undefined;
+
+/**
+ * True when `res`'s body is a stream of the handler's (Hono's stream helpers, `c.body(stream)`, or a
+ * `new Response(readable)` it built, as an SSE proxy does): its producer may run on after the handler
+ * returned, and is part of the handler's work. `@hono/node-server`'s own Response says what it was
+ * made from without making its body (a string, bytes, a Blob or nothing are plain, and keep its
+ * fast path); any other response's body cannot be told from a stream, and is taken for one.
+ */
+export function streamedBody(res: Response): boolean {
+  if (madeFrom === undefined) {
+    for (const key of Object.getOwnPropertySymbols(res)) {
+      if (key.description === "cache" && Array.isArray((res as unknown as Record<symbol, unknown>)[key])) madeFrom = key;
+    }
+  }
+  const made = madeFrom === undefined ? undefined : (res as unknown as Record<symbol, unknown>)[madeFrom];
+  if (!Array.isArray(made)) return true;
+  const body: unknown = made[1];
+  return !(body === null || typeof body === "string" || body instanceof Uint8Array || body instanceof Blob);
+}
+
 /** `res` with its body held (see {@link HeldBody}); a response without a body is complete at once. */
 export function holdBody(res: Response, exchange: HonoExchange, work: boolean): Response {
   if (res.body === null) {
     if (exchange.outgoing === undefined) exchange.responded();
     return res;
   }
-  return new Response(new ReadableStream(new HeldBody(res.body, exchange, work)), res);
+  const held = new HeldBody(res.body, exchange, work);
+  const body = new ReadableStream(held);
+  // Off Node, the client left before the body was made: nobody will read it. (On Node,
+  // `@hono/node-server` cancels it when it finds the response closed.)
+  if (exchange.gone && exchange.outgoing === undefined) held.abandon(exchange.clientGoneReason as Error);
+  return new Response(body, res);
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Context, Handler, Next } from "hono";
 import { withoutStack } from "../../src/errors/base.js";
 import type { Admission } from "../http/admission.js";
 import { type Admitted, type Exchange, FENCE_HEADER, LeaseView } from "../http/exchange.js";
-import { cancelDropped, dropBody, holdBody, unsent } from "./body.js";
+import { cancelDropped, dropBody, holdBody, streamedBody, unsent } from "./body.js";
 import { LeaseRejectedException } from "./exception.js";
 import {
   admitFailed,
@@ -245,7 +245,7 @@ function finish(exchange: GuardedExchange, response: Response | undefined): Resp
       sent.headers.set(FENCE_HEADER, fence);
     }
   }
-  const work = streamed(c) !== undefined;
+  const work = streamed(c) !== undefined || (sent !== undefined && streamedBody(sent));
   if (sent === undefined) {
     if (outgoing === undefined) exchange.responded();
     return sent;

@@ -6,7 +6,7 @@ import { Admission } from "../http/admission.js";
 import { parseAdmissionOptions } from "../http/config.js";
 import { type Admitted, type Exchange, FENCE_HEADER, LeaseView } from "../http/exchange.js";
 import type { AdmissionRoute, Closable } from "../http/types.js";
-import { cancelDropped, drainLate, dropBody, holdBody, unsent } from "./body.js";
+import { cancelDropped, drainLate, dropBody, holdBody, streamedBody, unsent } from "./body.js";
 import { LeaseRejectedException } from "./exception.js";
 import { guarded } from "./handler.js";
 import {
@@ -132,7 +132,7 @@ function handlerDone(exchange: HonoExchange): void {
     if (exchange.route.exposeFence && !c.res.headers.has(FENCE_HEADER)) {
       setHeader(c, FENCE_HEADER, String((exchange.view as LeaseView).fence));
     }
-    const work = streamed(c) !== undefined;
+    const work = streamed(c) !== undefined || streamedBody(c.res);
     exchange.onLost = lostDuringBody as Exchange["onLost"];
     // Hono answers HEAD with the GET handler's status and headers, and drops its body unread.
     if (c.req.method === "HEAD") dropBody(c.res, exchange, work);

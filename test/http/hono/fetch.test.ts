@@ -124,6 +124,21 @@ describe.each([
     await eventually(async () => (await count("work:a")) === 0);
   });
 
+  // Issue #27: off Node a response's body is the only sign the response is over. One dropped unread
+  // keeps its permit (docs/adapters.md: read or cancel every response); cancelling it returns it.
+  it("a plain response left unread keeps its permit until its body is cancelled", async () => {
+    const { app, control, count } = setup();
+    const pending = app.request("/work", { headers: { "x-tenant": "a", "x-id": "u" } });
+    await eventually(() => control.entered.includes("u"));
+    control.open("u");
+    const res = await pending;
+    expect(res.status).toBe(200);
+    expect(await count("work:a")).toBe(1);
+    await res.body?.cancel();
+    await eventually(async () => (await count("work:a")) === 0);
+    expect(control.lostHook).toEqual([]);
+  });
+
   it("a refusal is an answer: its exception carries no stack trace, and getResponse() is the problem response", async () => {
     const store = memoryStore();
     await semaphore({ client: store, limit: 1 }).acquire("busy");

@@ -8,6 +8,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { type Context, Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { streamSSE } from "hono/streaming";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { semaphore } from "../../../integrations/hono/index.js";
 import type { RequestLease } from "../../../integrations/http/types.js";
@@ -160,6 +161,64 @@ describe.each(bothStores)("Hono: leasehold's own errors thrown by a handler, on 
         expect(losses).toEqual([]);
         expect(errors).not.toHaveBeenCalled();
       });
+    });
+  });
+});
+
+// Issue #27: Hono's stream helpers log what their callback throws unless given `onError`, whatever
+// leasehold does; docs/adapters.md says so and gives an `onError` that ignores the signal's reason.
+// Pinned: without it Hono logs the departure; with the documented one nothing is logged and the
+// permit returns.
+describe.each(bothStores)("Hono stream helpers and the signal's reason, on the $name store", ({ make }) => {
+  describe.each(honoRuntimes)("served by $name", (runtime: HonoRuntime) => {
+    let server: Awaited<ReturnType<HonoRuntime["start"]>> | undefined;
+    let errors: ReturnType<typeof vi.spyOn>;
+    beforeEach(() => {
+      errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    });
+    afterEach(async () => {
+      errors.mockRestore();
+      await server?.close();
+      server = undefined;
+    });
+
+    it.each([
+      ["without onError, Hono logs it", false],
+      ["with the documented onError, nothing is logged", true],
+    ] as const)("streamSSE, a callback that rethrows ClientAbortedError: %s", async (_name, handled) => {
+      const client = make();
+      const name = `sse-own-${++serial}`;
+      const guard = semaphore(name, 1, { client });
+      let ended = false;
+      const app = new Hono();
+      app.get("/s", guard, (c) => {
+        const { signal } = c.get("lease") as RequestLease;
+        const onError = async (error: Error) => {
+          if (signal.aborted && (error === signal.reason || error.cause === signal.reason)) return;
+          console.error(error);
+        };
+        return streamSSE(
+          c,
+          async (stream) => {
+            try {
+              await stream.writeSSE({ data: "first" });
+              await work(signal);
+            } finally {
+              ended = true;
+            }
+          },
+          handled ? onError : undefined,
+        );
+      });
+      server = await runtime.start(app);
+      const call = server.call("/s");
+      expect(await call.status).toBe(200);
+      await eventually(() => call.text().includes("first"));
+      call.leave();
+      await eventually(() => ended);
+      await eventually(async () => (await engine({ client, limit: 1 }).count(name)) === 0);
+      const logged = errors.mock.calls.filter((args: unknown[]) => args[0] instanceof ClientAbortedError).length;
+      expect(logged).toBe(handled ? 0 : 1);
     });
   });
 });

@@ -2,7 +2,8 @@
 // permit counts the stream callback's work, not the connection. A client that leaves after the
 // first chunk does not free the permit while the callback still runs; the callback is told through
 // `lease.signal`, and the permit returns when it settles, or at `disconnectGraceMs`, reported lost
-// with the departure as its cause (issue #27, defect 3). Over Node (`@hono/node-server`) and
+// with the departure as its cause (issue #27, defect 3). A Response the handler builds from its own
+// stream (an SSE proxy) is held the same way (issue #27). Over Node (`@hono/node-server`) and
 // `app.fetch`, the middleware and `wrap`, the embedded store and Redis.
 import { type Context, Hono } from "hono";
 import { stream, streamSSE, streamText } from "hono/streaming";
@@ -33,7 +34,26 @@ const helpers: { name: string; respond(c: Context, body: Body): Response }[] = [
     name: "streamSSE",
     respond: (c, body) => streamSSE(c, (s) => body({ write: (t) => s.writeSSE({ data: t }), onAbort: (l) => s.onAbort(l) })),
   },
+  // No helper: the handler builds its own Response from a stream it feeds in the background, as
+  // hand-written SSE proxies do (issue #27). Its body is the same work as the helpers' streams.
+  { name: "new Response(stream)", respond: (_c, body) => builtResponse(body) },
 ];
+
+/** A Response the handler builds itself, its body a TransformStream that `body` feeds after the handler returned. */
+function builtResponse(body: Body): Response {
+  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+  const writer = writable.getWriter();
+  const encoder = new TextEncoder();
+  void body({
+    write: (text) => writer.write(encoder.encode(text)),
+    // The reader cancelled the readable side: the writable side errors.
+    onAbort: (listener) => void writer.closed.catch(listener),
+  }).then(
+    () => writer.close().catch(() => {}),
+    (error: unknown) => writer.abort(error).catch(() => {}),
+  );
+  return new Response(readable, { headers: { "content-type": "text/event-stream" } });
+}
 
 /** Each test its own lease ids: a permit one leaks cannot refuse the next. */
 let serial = 0;
