@@ -23,17 +23,49 @@ type Method = ((...args: unknown[]) => unknown) & { [TRACKED]?: true };
  */
 export class HandlerWork {
   #pending = 1;
+  #called = false;
+  /** The observable ended before the handler was called or answered: a later call takes over its share. */
+  #orphaned = false;
 
   constructor(readonly exchange: Exchange) {}
 
   /** The handler was called and returned `result`: a promise keeps the work running until it settles. */
   started(result: unknown): void {
-    if (typeof (result as PromiseLike<unknown> | null)?.then !== "function") return;
-    this.#pending++;
+    this.#called = true;
+    const promised = typeof (result as PromiseLike<unknown> | null)?.then === "function";
+    if (this.#orphaned) {
+      // The observable's share was kept for this call: it ends with the call.
+      this.#orphaned = false;
+      if (!promised) {
+        this.ended();
+        return;
+      }
+    } else if (promised) {
+      this.#pending++;
+    } else {
+      return;
+    }
     (result as PromiseLike<unknown>).then(
       () => this.ended(),
       () => this.ended(),
     );
+  }
+
+  /**
+   * The handler's observable ended; `answered` when it had emitted, completed or failed first (the
+   * handler had returned, and its promise settled). Ended without either, and before the wrapper saw
+   * the handler called (an outer `timeout()` gave up while a pipe or a guard after ours still ran, or
+   * the handler is not one the decorators wrapped), the handler may still run: its end cannot be
+   * seen, so the permit is held as for a departure (`disconnectGraceMs`, then reported lost), or until
+   * a late call to the wrapped handler is seen to end.
+   */
+  observableEnded(answered: boolean): void {
+    if (answered || this.#called) {
+      this.ended();
+      return;
+    }
+    this.#orphaned = true;
+    this.exchange.workUnseen(undefined);
   }
 
   /**
@@ -128,14 +160,24 @@ export function tracked(prototype: object, key: string | symbol, method: Method)
   return wrapped;
 }
 
-/** A class decorator's share: wraps the route handlers the class itself declares. */
+/**
+ * Wraps every route handler the controller `target` serves: those it declares and those it inherits,
+ * nearest first, as Nest finds them (it serves every route method along the prototype chain, with the
+ * class's guards and interceptors). An inherited handler is wrapped on `target`'s own prototype, over
+ * the method it inherits, so the base class and its other subclasses keep theirs. Idempotent.
+ */
 export function trackRoutes(target: { prototype: object }): void {
   const prototype = target.prototype;
-  for (const name of Object.getOwnPropertyNames(prototype)) {
-    if (name === "constructor") continue;
-    const descriptor = Object.getOwnPropertyDescriptor(prototype, name);
-    const value: unknown = descriptor?.value;
-    if (typeof value !== "function" || !Reflect.hasOwnMetadata(PATH_METADATA, value)) continue;
-    Object.defineProperty(prototype, name, { ...descriptor, value: tracked(prototype, name, value as Method) });
+  const seen = new Set<string>();
+  for (let owner: object | null = prototype; owner !== null && owner !== Object.prototype; owner = Object.getPrototypeOf(owner)) {
+    for (const name of Object.getOwnPropertyNames(owner)) {
+      if (name === "constructor" || seen.has(name)) continue;
+      seen.add(name);
+      const descriptor = Object.getOwnPropertyDescriptor(owner, name);
+      const value: unknown = descriptor?.value;
+      if (typeof value !== "function" || !Reflect.hasOwnMetadata(PATH_METADATA, value) || isTracked(value)) continue;
+      const wrapped = tracked(prototype, name, value as Method);
+      Object.defineProperty(prototype, name, { ...descriptor, value: wrapped });
+    }
   }
 }
