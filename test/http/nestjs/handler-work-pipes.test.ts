@@ -3,12 +3,16 @@
 // rebuilds objects (a deep sanitizer, a trim-every-string pipe) could hand the handler a copy instead
 // of the work. A regression: the handler's promise went untracked, and a permit went back while the
 // handler, past an outer timeout(), still called the resource.
+// Issue #27: a pipe slower than the timeout. The handler's observable ends (408) before Nest calls the
+// handler, which it still does once the pipe is done: the permit went back at the timeout, and that
+// handler worked without one. It is held until the late call is seen to end.
 import "reflect-metadata";
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { Controller, Get, Injectable, Param, type PipeTransform, UseInterceptors } from "@nestjs/common";
 import request from "supertest";
 import { afterEach, describe, expect, it } from "vitest";
 import { Semaphore } from "../../../integrations/nestjs/index.js";
-import { memoryStore, semaphore } from "../../../src/index.js";
+import { CHANNELS, memoryStore, semaphore } from "../../../src/index.js";
 import { eventually, gate } from "../../support/stores.js";
 import type { RunningApp } from "../harness.js";
 import { listenNestWith, RetryOnce, Timeout } from "../nest-app.js";
@@ -25,7 +29,16 @@ class DeepTrim implements PipeTransform {
   }
 }
 
-const work = { gate: gate(), ended: 0, calls: 0 };
+/** A global pipe that waits (a remote validation) until the test lets it through. */
+@Injectable()
+class SlowPipe implements PipeTransform {
+  async transform(value: unknown): Promise<unknown> {
+    await work.pipe.opened;
+    return value;
+  }
+}
+
+const work = { gate: gate(), pipe: gate(), ended: 0, calls: 0 };
 
 @Controller("trim")
 class TrimController {
@@ -48,6 +61,19 @@ class RetryController {
   @UseInterceptors(Timeout)
   async flaky(@Param("id") id: string) {
     if (++work.calls === 1) throw new Error("first call fails");
+    await work.gate.opened;
+    work.ended++;
+    return id;
+  }
+}
+
+@Controller("late")
+class LateController {
+  @Get(":id")
+  @Semaphore("nest-late-call", 1)
+  @UseInterceptors(Timeout)
+  async slow(@Param("id") id: string) {
+    work.calls++;
     await work.gate.opened;
     work.ended++;
     return id;
@@ -93,5 +119,32 @@ describe("NestJS handler work under a global pipe that rebuilds objects", () => 
     work.gate.open();
     await eventually(() => work.ended >= 1);
     await eventually(async () => (await count()) === 0);
+  });
+
+  it("keeps the permit for a handler that a slow pipe lets Nest call after the timeout()", async () => {
+    const store = memoryStore();
+    running = await listenNestWith([LateController], store, (app) => app.useGlobalPipes(new SlowPipe()));
+    Object.assign(work, { gate: gate(), pipe: gate(), ended: 0, calls: 0 });
+    const lost: unknown[] = [];
+    const onLost = (event: unknown) => lost.push(event);
+    subscribe(CHANNELS.lost, onLost);
+    const count = () => semaphore({ client: store, limit: 1 }).count("nest-late-call");
+    try {
+      expect((await request(running.url).get("/late/a")).status).toBe(408);
+      // The pipe still runs, and Nest will call the handler after it: the permit is held.
+      expect(await count()).toBe(1);
+      expect((await request(running.url).get("/late/b")).status).toBe(503);
+      work.pipe.open();
+      await eventually(() => work.calls === 1);
+      expect(await count()).toBe(1);
+      work.gate.open();
+      await eventually(() => work.ended === 1);
+      await eventually(async () => (await count()) === 0);
+      // The late call's end was seen: the permit came back with it, not reported lost.
+      expect({ calls: work.calls, lost }).toEqual({ calls: 1, lost: [] });
+    } finally {
+      unsubscribe(CHANNELS.lost, onLost);
+      work.pipe.open();
+    }
   });
 });
