@@ -11,6 +11,10 @@ const TRACKED = Symbol("leasehold:tracked");
 /** Where the interceptor leaves a request's {@link HandlerWork} for the handler's hidden parameter. */
 const WORK = Symbol("leasehold:work");
 
+/** The cause of a loss reported when the handler's end could not be seen (`observableEnded`). */
+const UNSEEN =
+  "leasehold/nestjs: the handler's observable ended before Nest called the handler (an interceptor outside LeaseholdInterceptor, such as timeout(), gave up while a pipe still ran), and no call of the handler was seen to end";
+
 type Method = ((...args: unknown[]) => unknown) & { [TRACKED]?: true };
 
 /**
@@ -65,7 +69,7 @@ export class HandlerWork {
       return;
     }
     this.#orphaned = true;
-    this.exchange.workUnseen(undefined);
+    this.exchange.workUnseen(new Error(UNSEEN));
   }
 
   /**
@@ -112,8 +116,8 @@ function workOf(request: unknown): HandlerWork | undefined {
   return work instanceof HandlerWork ? work : undefined;
 }
 
-/** True when `handler` reports its promise (it was wrapped by a leasehold decorator). */
-export function isTracked(handler: unknown): boolean {
+/** True when `handler` is a wrapper made by {@link tracked}: an inherited one serves the subclass as it is. */
+function isTracked(handler: unknown): boolean {
   return typeof handler === "function" && (handler as Method)[TRACKED] === true;
 }
 

@@ -5,7 +5,8 @@
 // handler, past an outer timeout(), still called the resource.
 // Issue #27: a pipe slower than the timeout. The handler's observable ends (408) before Nest calls the
 // handler, which it still does once the pipe is done: the permit went back at the timeout, and that
-// handler worked without one. It is held until the late call is seen to end.
+// handler worked without one. It is held until the late call is seen to end, and when no call comes
+// (the pipe failed), for disconnectGraceMs, then reported lost.
 import "reflect-metadata";
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { Controller, Get, Injectable, Param, type PipeTransform, UseInterceptors } from "@nestjs/common";
@@ -34,6 +35,7 @@ class DeepTrim implements PipeTransform {
 class SlowPipe implements PipeTransform {
   async transform(value: unknown): Promise<unknown> {
     await work.pipe.opened;
+    if (value === "invalid") throw new Error("the pipe refused the parameter");
     return value;
   }
 }
@@ -76,6 +78,19 @@ class LateController {
     work.calls++;
     await work.gate.opened;
     work.ended++;
+    return id;
+  }
+}
+
+const losses: unknown[] = [];
+
+@Controller("never")
+class NeverCalledController {
+  @Get(":id")
+  @Semaphore("nest-never-called", 1, { disconnectGraceMs: 1_000, onLeaseLost: (error) => losses.push(error) })
+  @UseInterceptors(Timeout)
+  async slow(@Param("id") id: string) {
+    work.calls++;
     return id;
   }
 }
@@ -144,6 +159,29 @@ describe("NestJS handler work under a global pipe that rebuilds objects", () => 
       expect({ calls: work.calls, lost }).toEqual({ calls: 1, lost: [] });
     } finally {
       unsubscribe(CHANNELS.lost, onLost);
+      work.pipe.open();
+    }
+  });
+
+  it("holds the permit of a handler never called after the timeout() for disconnectGraceMs, then reports it lost", async () => {
+    const store = memoryStore();
+    running = await listenNestWith([NeverCalledController], store, (app) => app.useGlobalPipes(new SlowPipe()));
+    Object.assign(work, { gate: gate(), pipe: gate(), ended: 0, calls: 0 });
+    losses.length = 0;
+    const count = () => semaphore({ client: store, limit: 1 }).count("nest-never-called");
+    try {
+      expect((await request(running.url).get("/never/invalid")).status).toBe(408);
+      expect(await count()).toBe(1);
+      work.pipe.open();
+      // The pipe fails: Nest never calls the handler, and the interceptor cannot tell. The permit is held
+      // until the grace is over, never given back early, and its return is reported as a loss.
+      expect((await request(running.url).get("/never/b")).status).toBe(503);
+      expect(losses).toEqual([]);
+      await eventually(async () => (await count()) === 0);
+      expect(losses).toEqual([expect.objectContaining({ code: "ERR_SEMAPHORE_LEASE_LOST" })]);
+      expect((losses[0] as Error).message).toContain("could not see the handler's end");
+      expect(work.calls).toBe(0);
+    } finally {
       work.pipe.open();
     }
   });
