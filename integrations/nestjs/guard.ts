@@ -11,7 +11,7 @@ import {
   Optional,
   ServiceUnavailableException,
 } from "@nestjs/common";
-import { HttpAdapterHost, Reflector } from "@nestjs/core";
+import { HttpAdapterHost, ModulesContainer, Reflector } from "@nestjs/core";
 import { catchError, finalize, type Observable, tap } from "rxjs";
 import { withoutStack } from "../../src/errors/base.js";
 import { CLOSE_GRACE_MS } from "../../src/options/defaults.js";
@@ -33,7 +33,7 @@ import {
   type Route,
   whereOf,
 } from "./options.js";
-import { HandlerWork, isTracked, within } from "./work.js";
+import { HandlerWork, trackRoutes, within } from "./work.js";
 
 /** The status of a request whose client left first (nginx's): nobody reads it, access logs do. */
 const CLIENT_CLOSED_REQUEST = 499;
@@ -96,7 +96,17 @@ export class LeaseholdGuard implements CanActivate, BeforeApplicationShutdown {
     @Inject(Reflector) protected readonly reflector: Reflector,
     @Inject(HttpAdapterHost) protected readonly adapterHost: HttpAdapterHost,
     @Optional() @Inject(LEASEHOLD_OPTIONS) protected readonly moduleOptions: LeaseholdModuleOptions = {},
-  ) {}
+    @Optional() @Inject(ModulesContainer) modules?: ModulesContainer,
+  ) {
+    // Nest makes the guard when it creates the app, before it reads its routes (at `init`): the
+    // handlers of controllers that inherit a decorated class are wrapped now, as the decorator could
+    // not (the derived class did not exist yet when it ran), so that their promise is seen too.
+    for (const module of modules?.values() ?? []) {
+      for (const { metatype } of module.controllers.values()) {
+        if (typeof metatype === "function" && Reflect.getMetadata(ROUTE, metatype) !== undefined) trackRoutes(metatype);
+      }
+    }
+  }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     if (context.getType() !== "http") return true;
@@ -192,18 +202,25 @@ export class LeaseholdInterceptor implements NestInterceptor {
         throw new ServiceUnavailableException("leasehold: the handler was called again after its permit was given back");
       }
     }
-    const handler = context.getHandler();
     const answered = catchError((error: unknown) => {
       throw this.#answer(error, exchange, context);
     });
     // Its observable can end (an outer timeout(), an SSE disconnect) while the handler's promise still
-    // runs (seen for the handlers the decorators wrapped), or the stream it answered with is still read.
+    // runs (seen through the wrapper the decorators put on every route they cover), or the stream it
+    // answered with is still read.
     const work = new HandlerWork(exchange);
-    if (isTracked(handler)) within(context.switchToHttp().getRequest(), work);
+    const request = context.switchToHttp().getRequest();
+    within(request, work);
+    // Without a permit (a skipped request, fail-open) there is nothing to hold for a handler unseen.
+    let heard = request.lease === undefined;
+    const hear = () => {
+      heard = true;
+    };
     return next.handle().pipe(
+      tap({ next: hear, error: hear, complete: hear }),
       answered,
       tap((value) => work.emitted(value)),
-      finalize(() => work.ended()),
+      finalize(() => work.observableEnded(heard)),
     );
   }
 

@@ -11,6 +11,10 @@ const TRACKED = Symbol("leasehold:tracked");
 /** Where the interceptor leaves a request's {@link HandlerWork} for the handler's hidden parameter. */
 const WORK = Symbol("leasehold:work");
 
+/** The cause of a loss reported when the handler's end could not be seen (`observableEnded`). */
+const UNSEEN =
+  "leasehold/nestjs: the handler's observable ended before Nest called the handler (an interceptor outside LeaseholdInterceptor, such as timeout(), gave up while a pipe still ran), and no call of the handler was seen to end";
+
 type Method = ((...args: unknown[]) => unknown) & { [TRACKED]?: true };
 
 /**
@@ -23,17 +27,49 @@ type Method = ((...args: unknown[]) => unknown) & { [TRACKED]?: true };
  */
 export class HandlerWork {
   #pending = 1;
+  #called = false;
+  /** The observable ended before the handler was called or answered: a later call takes over its share. */
+  #orphaned = false;
 
   constructor(readonly exchange: Exchange) {}
 
   /** The handler was called and returned `result`: a promise keeps the work running until it settles. */
   started(result: unknown): void {
-    if (typeof (result as PromiseLike<unknown> | null)?.then !== "function") return;
-    this.#pending++;
+    this.#called = true;
+    const promised = typeof (result as PromiseLike<unknown> | null)?.then === "function";
+    if (this.#orphaned) {
+      // The observable's share was kept for this call: it ends with the call.
+      this.#orphaned = false;
+      if (!promised) {
+        this.ended();
+        return;
+      }
+    } else if (promised) {
+      this.#pending++;
+    } else {
+      return;
+    }
     (result as PromiseLike<unknown>).then(
       () => this.ended(),
       () => this.ended(),
     );
+  }
+
+  /**
+   * The handler's observable ended; `answered` when it had emitted, completed or failed first (the
+   * handler had returned, and its promise settled). Ended without either, and before the wrapper saw
+   * the handler called (an outer `timeout()` gave up while a pipe or a guard after ours still ran, or
+   * the handler is not one the decorators wrapped), the handler may still run: its end cannot be
+   * seen, so the permit is held as for a departure (`disconnectGraceMs`, then reported lost), or until
+   * a late call to the wrapped handler is seen to end.
+   */
+  observableEnded(answered: boolean): void {
+    if (answered || this.#called) {
+      this.ended();
+      return;
+    }
+    this.#orphaned = true;
+    this.exchange.workUnseen(new Error(UNSEEN));
   }
 
   /**
@@ -80,8 +116,8 @@ function workOf(request: unknown): HandlerWork | undefined {
   return work instanceof HandlerWork ? work : undefined;
 }
 
-/** True when `handler` reports its promise (it was wrapped by a leasehold decorator). */
-export function isTracked(handler: unknown): boolean {
+/** True when `handler` is a wrapper made by {@link tracked}: an inherited one serves the subclass as it is. */
+function isTracked(handler: unknown): boolean {
   return typeof handler === "function" && (handler as Method)[TRACKED] === true;
 }
 
@@ -128,14 +164,24 @@ export function tracked(prototype: object, key: string | symbol, method: Method)
   return wrapped;
 }
 
-/** A class decorator's share: wraps the route handlers the class itself declares. */
+/**
+ * Wraps every route handler the controller `target` serves: those it declares and those it inherits,
+ * nearest first, as Nest finds them (it serves every route method along the prototype chain, with the
+ * class's guards and interceptors). An inherited handler is wrapped on `target`'s own prototype, over
+ * the method it inherits, so the base class and its other subclasses keep theirs. Idempotent.
+ */
 export function trackRoutes(target: { prototype: object }): void {
   const prototype = target.prototype;
-  for (const name of Object.getOwnPropertyNames(prototype)) {
-    if (name === "constructor") continue;
-    const descriptor = Object.getOwnPropertyDescriptor(prototype, name);
-    const value: unknown = descriptor?.value;
-    if (typeof value !== "function" || !Reflect.hasOwnMetadata(PATH_METADATA, value)) continue;
-    Object.defineProperty(prototype, name, { ...descriptor, value: tracked(prototype, name, value as Method) });
+  const seen = new Set<string>();
+  for (let owner: object | null = prototype; owner !== null && owner !== Object.prototype; owner = Object.getPrototypeOf(owner)) {
+    for (const name of Object.getOwnPropertyNames(owner)) {
+      if (name === "constructor" || seen.has(name)) continue;
+      seen.add(name);
+      const descriptor = Object.getOwnPropertyDescriptor(owner, name);
+      const value: unknown = descriptor?.value;
+      if (typeof value !== "function" || !Reflect.hasOwnMetadata(PATH_METADATA, value) || isTracked(value)) continue;
+      const wrapped = tracked(prototype, name, value as Method);
+      Object.defineProperty(prototype, name, { ...descriptor, value: wrapped });
+    }
   }
 }
