@@ -76,12 +76,16 @@ export abstract class Leasing<L extends LeaseHandle> {
       const call = this.prepare(id, options, false);
       const outcome = this.#take(call);
       if (outcome instanceof Promise) return outcome.then(leaseOrNull);
-      const signal = call.settings.signal;
-      if (signal === undefined || !(outcome instanceof LeaseHandle)) return Promise.resolve(leaseOrNull(outcome));
-      // Answered in this turn (the embedded store): the caller may still abort before it sees the
-      // lease, as it could while a store's answer travels; then the lease goes back and the call
-      // rejects, whichever store answered.
-      return Promise.resolve().then(() => (signal.aborted ? giveBack(outcome, signal.reason) : outcome));
+      if (!(outcome instanceof LeaseHandle)) return Promise.resolve(null);
+      // Answered in this turn (the embedded store): the caller may still abort, or close() begin,
+      // before the caller sees the lease, as while a store's answer travels; then the lease goes
+      // back and the call rejects, whichever store answered.
+      const own = call.settings.signal;
+      const closing = this.holdings.signal;
+      return Promise.resolve().then(() => {
+        if (own?.aborted === true) return giveBack(outcome, own.reason);
+        return closing.aborted ? giveBack(outcome, closing.reason) : outcome;
+      });
     } catch (error) {
       return Promise.reject(error);
     }
